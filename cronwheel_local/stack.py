@@ -1,0 +1,225 @@
+"""`cronwheel local`: the whole system in one process on moto's server.
+
+Same handlers and code paths as on AWS; only the event sources (API Gateway, EventBridge
+timers, the SQS event source) are emulated.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+import time
+import urllib.request
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import boto3
+
+from cronwheel.domain.ids import hash_api_key
+from cronwheel.domain.model import Tenant
+from cronwheel.runtime import reset_runtime, runtime
+from cronwheel.settings import Settings
+
+from .config import LocalConfig, config_document, development_config, load_config
+from .gateway import Gateway
+from .provision import create_queues, create_tables, table_names
+from .workers import SqsPoller, Timer
+
+REGION = "us-east-1"
+PREFIX = "cronwheel-local"
+
+
+def _moto_server() -> Any:
+    from moto.server import ThreadedMotoServer
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    return server
+
+
+class LocalStack:
+    """Start with `start()` (or as a context manager); `url` is the API's base URL."""
+
+    def __init__(self, config: LocalConfig, host: str = "127.0.0.1", port: int = 8080) -> None:
+        self.config = config
+        self._host = host
+        self._port = port
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._saved_env: dict[str, str | None] = {}
+        self._moto: Any = None
+        self._gateway: Gateway | None = None
+        self.endpoint_url = ""
+
+    @property
+    def url(self) -> str:
+        assert self._gateway is not None
+        host, port = self._gateway.address
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> LocalStack:
+        self.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self._moto = _moto_server()
+        host, port = self._moto.get_host_and_port()
+        self.endpoint_url = f"http://{host}:{port}"
+        _post_json(
+            f"{self.endpoint_url}/moto-api/config",
+            {"stepfunctions": {"execute_state_machine": True}},
+        )
+        self._export(
+            {
+                "AWS_ENDPOINT_URL": self.endpoint_url,
+                "AWS_REGION": REGION,
+                "AWS_DEFAULT_REGION": REGION,
+                "AWS_ACCESS_KEY_ID": "local",
+                "AWS_SECRET_ACCESS_KEY": "local",
+            }
+        )
+        sqs = boto3.client("sqs", region_name=REGION, endpoint_url=self.endpoint_url)
+        dynamodb = boto3.client("dynamodb", region_name=REGION, endpoint_url=self.endpoint_url)
+        names = table_names(PREFIX)
+        create_tables(dynamodb, names)
+        queue_urls = create_queues(sqs, PREFIX)
+        self._set_env(names, queue_urls["dispatch"])
+        self._seed_tenants()
+
+        # Imported only now: handlers build their runtime from the environment set above.
+        from functions.api import authorizer as authorizer_fn
+        from functions.api import handler as api_fn
+        from functions.dispatch import handler as dispatch_fn
+        from functions.sweeper import handler as sweeper_fn
+        from functions.tick import handler as tick_fn
+
+        self._gateway = Gateway(self._host, self._port, api_fn.handler, authorizer_fn.handler)
+        self._gateway.start()
+        shards = [{"shard": k} for k in range(self.config.shards)]
+        self._threads = [
+            Timer("cronwheel-tick", self.config.tick_interval_s, tick_fn.handler, shards, self._stop),
+            Timer(
+                "cronwheel-sweeper",
+                self.config.sweep_interval_s,
+                sweeper_fn.handler,
+                [{}],
+                self._stop,
+            ),
+        ]
+        self._threads += [
+            SqsPoller(f"cronwheel-dispatch-{i}", sqs, queue_urls["dispatch"], dispatch_fn.handler, self._stop)
+            for i in range(self.config.dispatchers)
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+        if self._gateway is not None:
+            self._gateway.stop()
+        if self._moto is not None:
+            self._moto.stop()
+        for name, value in self._saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        reset_runtime()
+
+    def _set_env(self, names: dict[str, str], dispatch_url: str) -> None:
+        env = Settings.environment(
+            stage="local",
+            table_names=names,
+            dispatch_queue_url=dispatch_url,
+            shards=self.config.shards,
+            lookahead_s=self.config.lookahead_s,
+            allow_private_egress=True,
+        )
+        env.update(
+            {
+                "CRONWHEEL_DELIVERY_GRACE_S": str(self.config.delivery_grace_s),
+                "CRONWHEEL_SHARD_LEASE_S": str(max(5, int(self.config.tick_interval_s * 5))),
+                "POWERTOOLS_LOG_LEVEL": os.environ.get("CRONWHEEL_LOG_LEVEL", "WARNING"),
+                "POWERTOOLS_METRICS_NAMESPACE": "cronwheel",
+                "POWERTOOLS_TRACE_DISABLED": "true",
+            }
+        )
+        self._export(env)
+        reset_runtime()
+
+    def _export(self, env: dict[str, str]) -> None:
+        for name, value in env.items():
+            self._saved_env.setdefault(name, os.environ.get(name))
+            os.environ[name] = value
+
+    def _seed_tenants(self) -> None:
+        store = runtime().store
+        now = datetime.now(UTC)
+        for tenant in self.config.tenants:
+            store.put_tenant(
+                Tenant(
+                    id=tenant.id,
+                    signing_secrets=[tenant.signing_secret],
+                    max_concurrency=tenant.max_concurrency,
+                )
+            )
+            for key in tenant.api_keys:
+                digest = hash_api_key(key.key)
+                store.put_api_key(
+                    tenant=tenant.id, key_hash=digest, key_id=f"key_{digest[:10]}", role=key.role, now=now
+                )
+
+
+def _post_json(url: str, document: dict[str, Any]) -> None:
+    request = urllib.request.Request(
+        url, data=json.dumps(document).encode(), method="POST", headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def serve(host: str = "127.0.0.1", port: int = 8080, config_path: str | None = None, demo: bool = False) -> int:
+    """Run the local stack until SIGINT or SIGTERM. Without a config, write a development one."""
+    if config_path:
+        config = load_config(config_path)
+        admin_key = next(
+            (k.key for t in config.tenants for k in t.api_keys if k.role.value == "admin"), None
+        )
+    else:
+        config, admin_key = development_config()
+        path = Path(".cronwheel-local.json")
+        path.write_text(json.dumps(config_document(config), indent=2))
+        print(f"wrote development config to {path}")
+    stopping = threading.Event()
+
+    def _on_signal(signum: int, _frame: FrameType | None) -> None:
+        stopping.set()
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+    with LocalStack(config, host, port) as stack:
+        print(f"cronwheel local stack is up at {stack.url}")
+        if admin_key:
+            print(f"  export CRONWHEEL_URL={stack.url}")
+            print(f"  export CRONWHEEL_API_KEY={admin_key}")
+        if demo and admin_key:
+            from .demo import run_demo
+
+            run_demo(stack.url, admin_key, config.tenants[0].signing_secret)
+        print("press Ctrl-C to stop")
+        while not stopping.wait(0.5):
+            pass
+        print("stopping")
+    time.sleep(0)
+    return 0

@@ -1,0 +1,119 @@
+"""The event sources, emulated: timers for tick and sweeper, an SQS poller for dispatch."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from .lambda_context import LocalContext
+
+Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
+log = logging.getLogger("cronwheel.local")
+
+# Lambda returns a failed record to the queue after the visibility timeout; locally we shorten
+# that so a failed batch item is retried within seconds.
+LOCAL_RETRY_VISIBILITY_S = 5
+
+
+class Timer(threading.Thread):
+    """Invokes a handler every `interval_s` with each of `events` (one per shard for the tick)."""
+
+    def __init__(
+        self,
+        name: str,
+        interval_s: float,
+        handler: Handler,
+        events: list[dict[str, Any]],
+        stop: threading.Event,
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self._interval_s = interval_s
+        self._handler = handler
+        self._events = events
+        self._stopping = stop
+
+    def run(self) -> None:
+        while not self._stopping.wait(self._interval_s):
+            for event in self._events:
+                try:
+                    self._handler(event, LocalContext(self.name))
+                except Exception:
+                    log.exception("%s invocation failed", self.name)
+
+
+class SqsPoller(threading.Thread):
+    """Long-polls the queue and hands batches to the dispatch handler, as Lambda's SQS event
+    source does: successes are deleted, reported failures become visible again."""
+
+    def __init__(
+        self, name: str, sqs: Any, queue_url: str, handler: Handler, stop: threading.Event
+    ) -> None:
+        super().__init__(name=name, daemon=True)
+        self._sqs = sqs
+        self._queue_url = queue_url
+        self._handler = handler
+        self._stopping = stop
+        self._arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+
+    def run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._poll_once()
+            except Exception:
+                log.exception("dispatch poll failed")
+                self._stopping.wait(1)
+
+    def _poll_once(self) -> None:
+        response = self._sqs.receive_message(
+            QueueUrl=self._queue_url,
+            MaxNumberOfMessages=10,
+            WaitTimeSeconds=1,
+            AttributeNames=["All"],
+            MessageAttributeNames=["All"],
+        )
+        messages = response.get("Messages", [])
+        if not messages:
+            return
+        event = {"Records": [self._record(m) for m in messages]}
+        try:
+            result = self._handler(event, LocalContext(self.name))
+            failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+        except Exception:
+            log.exception("dispatch handler failed")
+            failed = {m["MessageId"] for m in messages}
+        done = [m for m in messages if m["MessageId"] not in failed]
+        if done:
+            self._sqs.delete_message_batch(
+                QueueUrl=self._queue_url,
+                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+            )
+        retry = [m for m in messages if m["MessageId"] in failed]
+        if retry:
+            self._sqs.change_message_visibility_batch(
+                QueueUrl=self._queue_url,
+                Entries=[
+                    {
+                        "Id": str(i),
+                        "ReceiptHandle": m["ReceiptHandle"],
+                        "VisibilityTimeout": LOCAL_RETRY_VISIBILITY_S,
+                    }
+                    for i, m in enumerate(retry)
+                ],
+            )
+
+    def _record(self, message: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "messageId": message["MessageId"],
+            "receiptHandle": message["ReceiptHandle"],
+            "body": message["Body"],
+            "attributes": message.get("Attributes", {}),
+            "messageAttributes": message.get("MessageAttributes", {}),
+            "md5OfBody": message.get("MD5OfBody", ""),
+            "eventSource": "aws:sqs",
+            "eventSourceARN": self._arn,
+            "awsRegion": "us-east-1",
+        }

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from cronwheel.domain.instants import parse_instant
+from cronwheel.domain.model import ExecutionState
+from cronwheel.runtime import runtime
+from cronwheel.services import executions
+from cronwheel.store.store import ExecutionQuery
+
+from ..context import principal
+from ..presenters import execution_out
+from ..schemas import ExecutionOut, ExecutionPage
+
+router = APIGatewayRouter()
+
+
+@router.get("/v1/executions")
+def list_executions(
+    schedule_id: Annotated[str | None, Query(max_length=128)] = None,
+    job_id: Annotated[str | None, Query(max_length=128)] = None,
+    status: Annotated[ExecutionState | None, Query()] = None,
+    since: Annotated[str | None, Query(max_length=64)] = None,
+    until: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=2048)] = None,
+) -> ExecutionPage:
+    query = ExecutionQuery(
+        tenant=principal(router).tenant,
+        schedule_id=schedule_id,
+        job_id=job_id,
+        state=status,
+        since=parse_instant(since, field="since") if since else None,
+        until=parse_instant(until, field="until") if until else None,
+        limit=limit,
+        cursor=cursor,
+    )
+    page = executions.list_executions(runtime().store, query)
+    return ExecutionPage(
+        items=[execution_out(item) for item in page.items], next_cursor=page.next_cursor
+    )
+
+
+@router.get("/v1/executions/<execution_id>")
+def get_execution(execution_id: Annotated[str, Path(max_length=128)]) -> ExecutionOut:
+    return execution_out(
+        executions.get_execution(runtime().store, principal(router), execution_id)
+    )

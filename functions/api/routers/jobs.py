@@ -1,0 +1,75 @@
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler import Response, content_types
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
+from cronwheel.domain.model import HttpTarget, RetryPolicy, SqsTarget, Target
+from cronwheel.errors import InvalidArgument
+from cronwheel.runtime import runtime
+from cronwheel.services.jobs import JobRequest, JobService
+
+from ..context import principal
+from ..presenters import job_out
+from ..schemas import ErrorOut, HttpTargetIn, JobIn, JobOut, SqsTargetIn
+
+router = APIGatewayRouter()
+ERRORS = {code: {"description": "error", "content": {"application/json": {"schema": ErrorOut.model_json_schema()}}} for code in (400, 401, 403, 404, 409, 413)}
+
+# Long and callback jobs run under Step Functions, which is not built yet.
+MAX_INLINE_TIMEOUT_S = 840
+
+
+def _target(target: HttpTargetIn | SqsTargetIn) -> Target:
+    if isinstance(target, SqsTargetIn):
+        return SqsTarget(queue_url=target.queue_url)
+    if target.callback or target.timeout_s > MAX_INLINE_TIMEOUT_S:
+        raise InvalidArgument(
+            f"callback targets and timeout_s over {MAX_INLINE_TIMEOUT_S} need long-job support, "
+            "which this deployment does not have yet",
+            field="target.timeout_s" if not target.callback else "target.callback",
+        )
+    return HttpTarget(
+        url=target.url,
+        method=target.method,
+        headers=dict(target.headers),
+        timeout_s=target.timeout_s,
+        callback=target.callback,
+    )
+
+
+def _service() -> JobService:
+    rt = runtime()
+    return JobService(rt.store, rt.queue, rt.settings)
+
+
+@router.post("/v1/jobs", responses={201: {"description": "created"}, 200: {"description": "same idempotency_key and body: the original job"}, **ERRORS})
+def submit_job(body: Annotated[JobIn, Body()]) -> Response[JobOut]:
+    rt = runtime()
+    request = JobRequest(
+        target=_target(body.target),
+        payload=body.payload,
+        retry=RetryPolicy(**body.retry.model_dump()),
+        priority=body.priority,
+        name=body.name,
+        run_at=body.run_at_instant(),
+        delay_s=body.delay_s,
+        idempotency_key=body.idempotency_key,
+        tenant=body.tenant,
+        canonical_body=body.model_dump_json(exclude_unset=True),
+    )
+    submitted = _service().submit(principal(router), request, rt.clock.now())
+    return Response(
+        status_code=201 if submitted.created else 200,
+        content_type=content_types.APPLICATION_JSON,
+        body=json.loads(job_out(submitted.job, submitted.execution).model_dump_json()),
+    )
+
+
+@router.get("/v1/jobs/<job_id>", responses=ERRORS)
+def get_job(job_id: Annotated[str, Path(max_length=128)]) -> JobOut:
+    job, execution = _service().get(principal(router), job_id)
+    return job_out(job, execution)

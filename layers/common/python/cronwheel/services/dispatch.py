@@ -1,0 +1,167 @@
+"""The dispatcher: re-check, claim (fencing token + 1), call the target, record the result."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from aws_lambda_powertools import Logger
+
+from cronwheel.clock import Clock
+from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
+from cronwheel.domain import lifecycle
+from cronwheel.domain.delivery import build_delivery, delivery_document
+from cronwheel.domain.lifecycle import AttemptResult
+from cronwheel.domain.model import Execution, ExecutionState, HttpTarget, Outcome, SqsTarget
+from cronwheel.services.recording import record_attempt_end
+from cronwheel.settings import Settings
+from cronwheel.store.store import Store
+from cronwheel.targets.http import HttpCaller
+from cronwheel.targets.sqs import SqsSender
+
+logger = Logger(child=True)
+
+# A message may arrive a little before its due time (SQS delays are whole seconds);
+# the dispatcher waits that out instead of sending it around again.
+MAX_WAIT_S = 2.0
+_SECRET_TTL_S = 60.0
+
+
+@dataclass(frozen=True)
+class DispatchOutcome:
+    execution_id: str
+    tenant: str | None
+    state: ExecutionState | None
+    lag_ms: int | None = None
+    note: str = ""
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        store: Store,
+        queue: DispatchQueue,
+        http: HttpCaller,
+        sqs: SqsSender,
+        settings: Settings,
+        clock: Clock,
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._http = http
+        self._sqs = sqs
+        self._settings = settings
+        self._clock = clock
+        self._prefetched: dict[str, Execution] = {}
+        self._secrets: dict[str, tuple[float, str]] = {}
+
+    def prefetch(self, messages: Sequence[DispatchMessage]) -> None:
+        """Read a batch's executions in one call before handling them one by one."""
+        self._prefetched = self._store.get_executions([m.execution_id for m in messages])
+
+    def handle(self, message: DispatchMessage) -> DispatchOutcome:
+        execution = self._prefetched.pop(message.execution_id, None) or self._store.get_execution(
+            message.execution_id, consistent=True
+        )
+        if execution is None:
+            return DispatchOutcome(message.execution_id, None, None, note="unknown execution")
+        if not execution.state.is_claimable or execution.fencing_token != message.token:
+            # A duplicate or stale message: the attempt it asked for has happened or moved on.
+            return DispatchOutcome(execution.id, execution.tenant, execution.state, note="stale")
+
+        wait_s = (execution.next_due_at - self._clock.now()).total_seconds()
+        if wait_s > MAX_WAIT_S:
+            due = execution.next_due_at
+            self._queue.send(
+                [DispatchMessage(execution.id, execution.fencing_token, due)], self._clock.now()
+            )
+            return DispatchOutcome(execution.id, execution.tenant, execution.state, note="early")
+        self._clock.sleep(wait_s)
+        return self._run_attempt(execution)
+
+    def _run_attempt(self, execution: Execution) -> DispatchOutcome:
+        secret = (
+            self._signing_secret(execution.tenant)
+            if isinstance(execution.target, HttpTarget)
+            else ""
+        )
+        started = self._clock.now()
+        lease = timedelta(seconds=self._timeout_s(execution) + self._settings.worker_lease_slack_s)
+        running = lifecycle.claim(execution, started, lease)
+        if not self._store.transition(
+            running,
+            expect_state=execution.state,
+            expect_token=execution.fencing_token,
+            sweep_at=running.lease_expires_at,
+        ):
+            return DispatchOutcome(execution.id, execution.tenant, None, note="claimed elsewhere")
+        lag_ms = int((started - execution.next_due_at).total_seconds() * 1000)
+        result = self._call_target(running, started, secret)
+        finished = lifecycle.complete(running, self._clock.now(), result)
+        if not self._record(running, finished):
+            return DispatchOutcome(execution.id, execution.tenant, None, lag_ms, note="fenced out")
+        return DispatchOutcome(execution.id, execution.tenant, finished.state, lag_ms)
+
+    def _record(self, running: Execution, finished: Execution) -> bool:
+        return record_attempt_end(
+            self._store,
+            self._queue,
+            self._settings,
+            finished=finished,
+            running_token=running.fencing_token,
+            now=self._clock.now(),
+        )
+
+    def _timeout_s(self, execution: Execution) -> int:
+        return execution.target.timeout_s if isinstance(execution.target, HttpTarget) else 30
+
+    def _call_target(self, execution: Execution, now: datetime, secret: str) -> AttemptResult:
+        target = execution.target
+        if isinstance(target, SqsTarget):
+            started = time.monotonic()
+            body = json.dumps(delivery_document(execution), separators=(",", ":"))
+            error = self._sqs.send(
+                target.queue_url,
+                body,
+                {"execution_id": execution.id, "fencing_token": str(execution.fencing_token)},
+            )
+            elapsed = int((time.monotonic() - started) * 1000)
+            if error is None:
+                return AttemptResult(Outcome.SUCCEEDED, duration_ms=elapsed)
+            return AttemptResult(Outcome.FAILED, error=error, duration_ms=elapsed)
+        delivery = build_delivery(execution, secret, now, target.headers)
+        result = self._http.call(
+            method=target.method,
+            url=target.url,
+            headers=delivery.headers,
+            body=delivery.body,
+            timeout_s=target.timeout_s,
+        )
+        if result.ok:
+            outcome = Outcome.SUCCEEDED
+            error = None
+        elif result.timed_out:
+            outcome, error = Outcome.TIMEOUT, f"timeout: {result.error}"
+        else:
+            outcome = Outcome.FAILED
+            error = result.error or f"target answered HTTP {result.status}"
+        return AttemptResult(
+            outcome,
+            http_status=result.status,
+            error=error,
+            duration_ms=result.duration_ms,
+            response_excerpt=result.excerpt,
+        )
+
+    def _signing_secret(self, tenant_id: str) -> str:
+        cached = self._secrets.get(tenant_id)
+        if cached and cached[0] > time.monotonic():
+            return cached[1]
+        tenant = self._store.get_tenant(tenant_id)
+        if tenant is None:
+            raise LookupError(f"tenant {tenant_id} not found")
+        self._secrets[tenant_id] = (time.monotonic() + _SECRET_TTL_S, tenant.signing_secret)
+        return tenant.signing_secret

@@ -1,0 +1,46 @@
+"""Writing the end of an attempt, shared by the dispatcher and the sweeper."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from cronwheel.dispatch_queue import MAX_DELAY_S, DispatchMessage, DispatchQueue
+from cronwheel.domain.model import Execution, ExecutionState
+from cronwheel.settings import Settings
+from cronwheel.store.store import Store
+
+HISTORY_RETENTION = timedelta(days=30)
+
+
+def record_attempt_end(
+    store: Store,
+    queue: DispatchQueue,
+    settings: Settings,
+    *,
+    finished: Execution,
+    running_token: int,
+    now: datetime,
+) -> bool:
+    """Write the finished attempt if the attempt still holds its fencing token, then enqueue a
+    retry that SQS can delay. A retry further out waits in the store: its sweep time is when it
+    comes within SQS's reach. Returns False when the attempt was fenced out."""
+    sweep_at: datetime | None = None
+    retry: DispatchMessage | None = None
+    if finished.state is ExecutionState.RETRY_SCHEDULED and finished.next_attempt_at:
+        due = finished.next_attempt_at
+        if (due - now).total_seconds() <= MAX_DELAY_S:
+            sweep_at = due + timedelta(seconds=settings.delivery_grace_s)
+            retry = DispatchMessage(finished.id, finished.fencing_token, due)
+        else:
+            sweep_at = due - timedelta(seconds=MAX_DELAY_S)
+    if not store.transition(
+        finished,
+        expect_state=ExecutionState.RUNNING,
+        expect_token=running_token,
+        sweep_at=sweep_at,
+        expires_at=now + HISTORY_RETENTION if finished.state.is_terminal else None,
+    ):
+        return False
+    if retry is not None:
+        queue.send([retry], now)
+    return True

@@ -1,0 +1,91 @@
+"""The sweeper: finds executions nothing else will move and moves them.
+
+Each execution that may need help carries a `sweep_at` in the sparse sweep index: a queued one
+whose message may be lost, a running one whose worker may have died, a retry beyond SQS's reach.
+Every write is conditional on state and fencing token, so two sweeps at once do no double work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+
+from cronwheel.dispatch_queue import MAX_DELAY_S, DispatchMessage, DispatchQueue
+from cronwheel.domain import lifecycle
+from cronwheel.domain.lifecycle import AttemptResult
+from cronwheel.domain.model import Execution, ExecutionState, Outcome
+from cronwheel.services.recording import record_attempt_end
+from cronwheel.settings import Settings
+from cronwheel.store.store import Store
+
+PAGE = 200
+
+
+@dataclass
+class SweepReport:
+    requeued: list[str] = field(default_factory=list)
+    reaped: list[str] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)
+
+
+class Sweeper:
+    def __init__(self, store: Store, queue: DispatchQueue, settings: Settings) -> None:
+        self._store = store
+        self._queue = queue
+        self._settings = settings
+
+    def sweep(self, now: datetime) -> SweepReport:
+        report = SweepReport()
+        for shard in range(self._settings.shards):
+            for execution in self._store.sweep_candidates(shard, now, PAGE):
+                self._sweep_one(execution, now, report)
+        return report
+
+    def _sweep_one(self, execution: Execution, now: datetime, report: SweepReport) -> None:
+        if execution.state.is_claimable:
+            self._requeue(execution, now, report)
+        elif execution.state is ExecutionState.RUNNING:
+            if execution.lease_expires_at is not None and execution.lease_expires_at <= now:
+                self._reap(execution, now, report)
+        else:
+            # Nothing left to watch: take it out of the sweep index.
+            if self._store.transition(
+                execution,
+                expect_state=execution.state,
+                expect_token=execution.fencing_token,
+                sweep_at=None,
+            ):
+                report.cleared.append(execution.id)
+
+    def _requeue(self, execution: Execution, now: datetime, report: SweepReport) -> None:
+        due = execution.next_due_at
+        grace = timedelta(seconds=self._settings.delivery_grace_s)
+        within_reach = (due - now).total_seconds() <= MAX_DELAY_S
+        sweep_at = max(due, now) + grace if within_reach else due - timedelta(seconds=MAX_DELAY_S)
+        if not self._store.transition(
+            execution,
+            expect_state=execution.state,
+            expect_token=execution.fencing_token,
+            sweep_at=sweep_at,
+        ):
+            return
+        if within_reach:
+            # At-least-once: if the first message was only slow, the dispatcher drops the second.
+            self._queue.send([DispatchMessage(execution.id, execution.fencing_token, due)], now)
+            report.requeued.append(execution.id)
+
+    def _reap(self, execution: Execution, now: datetime, report: SweepReport) -> None:
+        """A worker's lease ran out: count the attempt as failed, then retry or give up."""
+        result = AttemptResult(Outcome.FAILED, error="lease_expired: the worker stopped reporting")
+        finished = lifecycle.complete(execution, now, result)
+        if finished.state is ExecutionState.DEAD:
+            finished = replace(finished, reason="lease_expired")
+        if record_attempt_end(
+            self._store,
+            self._queue,
+            self._settings,
+            finished=finished,
+            running_token=execution.fencing_token,
+            now=now,
+        ):
+            report.reaped.append(execution.id)

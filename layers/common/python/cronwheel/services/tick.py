@@ -1,0 +1,89 @@
+"""The per-shard tick: find due work, fire it under the shard lease, enqueue it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from aws_lambda_powertools import Logger
+
+from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
+from cronwheel.settings import Settings
+from cronwheel.store.store import DueItem, Lease, LeaseLost, Store
+
+logger = Logger(child=True)
+
+PAGE = 500
+MAX_PAGES = 40
+
+
+@dataclass
+class TickReport:
+    shard: int
+    epoch: int | None = None
+    fired: list[DueItem] = field(default_factory=list)
+    lease_lost: bool = False
+    lease_busy: bool = False
+
+
+def lease_name(shard: int) -> str:
+    return f"tick#{shard}"
+
+
+class Tick:
+    """One tick of one shard, in steps a test can interleave: acquire, collect, fire, release."""
+
+    def __init__(
+        self, store: Store, queue: DispatchQueue, settings: Settings, shard: int, owner: str
+    ) -> None:
+        self._store = store
+        self._queue = queue
+        self._settings = settings
+        self.shard = shard
+        self.owner = owner
+        self.lease: Lease | None = None
+
+    def acquire(self, now: datetime) -> Lease | None:
+        self.lease = self._store.acquire_lease(
+            lease_name(self.shard), self.owner, now, self._settings.shard_lease_s
+        )
+        return self.lease
+
+    def collect(self, now: datetime) -> list[DueItem]:
+        until = now + timedelta(seconds=self._settings.lookahead_s)
+        return self._store.due_items(self.shard, until, PAGE)
+
+    def fire(self, items: list[DueItem], now: datetime) -> list[DueItem]:
+        """Queue the due executions (fenced by the lease epoch), then send their messages."""
+        assert self.lease is not None, "acquire the lease first"
+        jobs = [item for item in items if item.kind == "job"]
+        queued = self._store.queue_due_jobs(self.lease, jobs, now)
+        # A message not sent here is re-sent by the sweeper once its delivery grace passes.
+        self._queue.send(
+            [DispatchMessage(item.execution_id or "", 0, item.next_run_at) for item in queued], now
+        )
+        return queued
+
+    def release(self, now: datetime) -> None:
+        if self.lease is not None:
+            self._store.release_lease(self.lease, now)
+
+    def run(self, now: datetime) -> TickReport:
+        report = TickReport(shard=self.shard)
+        lease = self.acquire(now)
+        if lease is None:
+            report.lease_busy = True
+            return report
+        report.epoch = lease.epoch
+        try:
+            for _ in range(MAX_PAGES):
+                items = self.collect(now)
+                report.fired.extend(self.fire(items, now))
+                if len(items) < PAGE:
+                    break
+        except LeaseLost:
+            logger.warning("shard lease taken over; stopping", extra={"shard": self.shard})
+            report.lease_lost = True
+            return report
+        self.release(now)
+        return report

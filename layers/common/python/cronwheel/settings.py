@@ -1,0 +1,106 @@
+"""Runtime settings, built once per process from the environment."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from cronwheel.store.queues import DISPATCH
+from cronwheel.store.tables import ALL_TABLES
+
+
+class SettingsError(RuntimeError):
+    """A required environment variable is missing or malformed."""
+
+
+def _require(env: Mapping[str, str], name: str) -> str:
+    value = env.get(name, "").strip()
+    if not value:
+        raise SettingsError(f"environment variable {name} is required but not set")
+    return value
+
+
+def _int(env: Mapping[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise SettingsError(
+            f"environment variable {name} must be an integer, got {raw!r}"
+        ) from None
+
+
+def _bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = env.get(name, "").strip().lower()
+    if not raw:
+        return default
+    if raw in {"1", "true", "yes"}:
+        return True
+    if raw in {"0", "false", "no"}:
+        return False
+    raise SettingsError(f"environment variable {name} must be true or false, got {raw!r}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    stage: str
+    region: str
+    table_names: Mapping[str, str]
+    dispatch_queue_url: str
+    shards: int
+    lookahead_s: int
+    shard_lease_s: int
+    delivery_grace_s: int
+    worker_lease_slack_s: int
+    allow_private_egress: bool
+    endpoint_url: str | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+        """Read every setting, failing fast with the name of anything missing."""
+        env = os.environ if env is None else env
+        shards = _int(env, "CRONWHEEL_SHARDS", 0)
+        if shards < 1:
+            raise SettingsError("environment variable CRONWHEEL_SHARDS must be a positive integer")
+        lookahead_s = _int(env, "CRONWHEEL_LOOKAHEAD_S", 90)
+        if not 1 <= lookahead_s <= 900:
+            raise SettingsError("CRONWHEEL_LOOKAHEAD_S must be within 1-900 (SQS delay reach)")
+        return cls(
+            stage=env.get("CRONWHEEL_STAGE", "dev"),
+            region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "us-east-1",
+            table_names={t.logical_name: _require(env, t.env_var) for t in ALL_TABLES},
+            dispatch_queue_url=_require(env, DISPATCH.env_var),
+            shards=shards,
+            lookahead_s=lookahead_s,
+            shard_lease_s=_int(env, "CRONWHEEL_SHARD_LEASE_S", 50),
+            delivery_grace_s=_int(env, "CRONWHEEL_DELIVERY_GRACE_S", 120),
+            worker_lease_slack_s=_int(env, "CRONWHEEL_WORKER_LEASE_SLACK_S", 30),
+            allow_private_egress=_bool(env, "CRONWHEEL_ALLOW_PRIVATE_EGRESS", False),
+            endpoint_url=env.get("AWS_ENDPOINT_URL") or None,
+        )
+
+    @staticmethod
+    def environment(
+        *,
+        stage: str,
+        table_names: Mapping[str, str],
+        dispatch_queue_url: str,
+        shards: int,
+        lookahead_s: int,
+        allow_private_egress: bool,
+    ) -> dict[str, str]:
+        """The environment a deployment gives every function (used by the CDK and local stack)."""
+        env = {t.env_var: table_names[t.logical_name] for t in ALL_TABLES}
+        env.update(
+            {
+                "CRONWHEEL_STAGE": stage,
+                DISPATCH.env_var: dispatch_queue_url,
+                "CRONWHEEL_SHARDS": str(shards),
+                "CRONWHEEL_LOOKAHEAD_S": str(lookahead_s),
+                "CRONWHEEL_ALLOW_PRIVATE_EGRESS": "true" if allow_private_egress else "false",
+            }
+        )
+        return env

@@ -1,0 +1,433 @@
+"""The only module that talks to DynamoDB. Every state change is a conditional write."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from pynamodb.connection import Connection
+from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
+from pynamodb.transactions import TransactWrite
+
+from cronwheel.domain.ids import shard_of
+from cronwheel.domain.model import Execution, ExecutionState, Job, Role, Tenant
+from cronwheel.errors import InvalidArgument
+from cronwheel.settings import Settings
+from cronwheel.store import codec
+from cronwheel.store.models import (
+    ApiKeyItem,
+    ExecutionItem,
+    IdempotencyItem,
+    LeaseItem,
+    ScheduleItem,
+    TenantItem,
+    bind,
+)
+
+# DynamoDB allows 100 actions per transaction: one lease check plus 49 pairs of updates.
+_PAIRS_PER_TRANSACTION = 49
+IDEMPOTENCY_WINDOW = timedelta(hours=24)
+
+
+class LeaseLost(Exception):
+    """The shard lease was taken over: the holder must stop writing."""
+
+
+class IdempotencyKeyTaken(Exception):
+    """A live record already holds this idempotency key."""
+
+
+@dataclass(frozen=True)
+class Lease:
+    name: str
+    owner: str
+    epoch: int
+    expires_at: datetime
+
+
+@dataclass(frozen=True)
+class DueItem:
+    """A due-index entry: what the tick fires."""
+
+    id: str
+    kind: str
+    tenant: str
+    next_run_at: datetime
+    execution_id: str | None
+
+
+@dataclass(frozen=True)
+class ApiKeyRecord:
+    tenant: str
+    key_id: str
+    role: Role
+    revoked: bool
+
+
+@dataclass(frozen=True)
+class IdempotencyRecord:
+    body_hash: str
+    job_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ExecutionQuery:
+    tenant: str
+    schedule_id: str | None = None
+    job_id: str | None = None
+    state: ExecutionState | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Execution]
+    next_cursor: str | None
+
+
+def _encode_cursor(key: dict[str, Any] | None) -> str | None:
+    if not key:
+        return None
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> dict[str, Any]:
+    try:
+        decoded = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (ValueError, TypeError):
+        raise InvalidArgument("cursor is not one this API returned", field="cursor") from None
+    if not isinstance(decoded, dict):
+        raise InvalidArgument("cursor is not one this API returned", field="cursor")
+    return decoded
+
+
+def _idempotency_pk(tenant: str, key: str) -> str:
+    return f"{tenant}#{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+class Store:
+    def __init__(self, settings: Settings) -> None:
+        bind(settings.table_names, region=settings.region, host=settings.endpoint_url)
+        self._settings = settings
+        self._connection = Connection(region=settings.region, host=settings.endpoint_url)
+
+    # -- tenants and keys -------------------------------------------------------------------
+
+    def put_tenant(self, tenant: Tenant) -> None:
+        codec.tenant_to_item(tenant).save()
+
+    def get_tenant(self, tenant_id: str) -> Tenant | None:
+        try:
+            return codec.tenant_from_item(TenantItem.get(tenant_id, consistent_read=True))
+        except DoesNotExist:
+            return None
+
+    def put_api_key(
+        self, *, tenant: str, key_hash: str, key_id: str, role: Role, now: datetime
+    ) -> None:
+        ApiKeyItem(
+            key_hash=key_hash, tenant=tenant, key_id=key_id, role=role.value, created_at=now
+        ).save()
+
+    def find_api_key(self, key_hash: str) -> ApiKeyRecord | None:
+        try:
+            item = ApiKeyItem.get(key_hash)
+        except DoesNotExist:
+            return None
+        return ApiKeyRecord(item.tenant, item.key_id, Role(item.role), bool(item.revoked))
+
+    # -- jobs --------------------------------------------------------------------------------
+
+    def create_job(
+        self,
+        job: Job,
+        execution: Execution,
+        *,
+        body_hash: str | None,
+        now: datetime,
+    ) -> None:
+        """Write job, execution and idempotency record at once, or nothing.
+
+        A job whose execution is still `scheduled` waits in the due index; one already `queued`
+        is left to its message, with a sweep time in case the message never gets sent.
+        """
+        job_item = codec.job_to_item(job)
+        if execution.state is ExecutionState.SCHEDULED:
+            job_item.due_shard = shard_of(job.id, self._settings.shards)
+            job_item.next_run_at = job.run_at
+        execution_item = self._with_sweep(codec.execution_to_item(execution))
+        with TransactWrite(connection=self._connection) as tx:
+            if job.idempotency_key is not None and body_hash is not None:
+                record = IdempotencyItem(
+                    key=_idempotency_pk(job.tenant, job.idempotency_key),
+                    tenant=job.tenant,
+                    body_hash=body_hash,
+                    job_id=job.id,
+                    created_at=now,
+                    expires_at=now + IDEMPOTENCY_WINDOW,
+                )
+                tx.save(
+                    record,
+                    condition=IdempotencyItem.key.does_not_exist()
+                    | (IdempotencyItem.expires_at < now),
+                )
+            tx.save(job_item, condition=ScheduleItem.id.does_not_exist())
+            tx.save(execution_item, condition=ExecutionItem.id.does_not_exist())
+
+    @staticmethod
+    def is_idempotency_conflict(error: TransactWriteError) -> bool:
+        reasons = error.cancellation_reasons
+        return (
+            bool(reasons)
+            and reasons[0] is not None
+            and reasons[0].code == ("ConditionalCheckFailed")
+        )
+
+    def get_idempotency(self, tenant: str, key: str) -> IdempotencyRecord | None:
+        try:
+            item = IdempotencyItem.get(_idempotency_pk(tenant, key), consistent_read=True)
+        except DoesNotExist:
+            return None
+        return IdempotencyRecord(item.body_hash, item.job_id, item.created_at)
+
+    def get_job(self, job_id: str) -> Job | None:
+        try:
+            item = ScheduleItem.get(job_id)
+        except DoesNotExist:
+            return None
+        return codec.job_from_item(item) if item.kind == "job" else None
+
+    # -- executions --------------------------------------------------------------------------
+
+    def get_execution(self, execution_id: str, *, consistent: bool = False) -> Execution | None:
+        try:
+            item = ExecutionItem.get(execution_id, consistent_read=consistent)
+        except DoesNotExist:
+            return None
+        return codec.execution_from_item(item)
+
+    def get_executions(self, ids: Sequence[str]) -> dict[str, Execution]:
+        """One BatchGetItem (strongly consistent) for a dispatch batch."""
+        found = ExecutionItem.batch_get(list(dict.fromkeys(ids)), consistent_read=True)
+        return {item.id: codec.execution_from_item(item) for item in found}
+
+    def list_executions(self, query: ExecutionQuery) -> Page:
+        """Newest first (by `scheduled_for`), scoped to the tenant, using the tightest index."""
+        range_condition = None
+        if query.since and query.until:
+            range_condition = ExecutionItem.scheduled_for.between(query.since, query.until)
+        elif query.since:
+            range_condition = ExecutionItem.scheduled_for >= query.since
+        elif query.until:
+            range_condition = ExecutionItem.scheduled_for <= query.until
+
+        filters = []
+        if query.schedule_id:
+            index: Any = ExecutionItem.by_schedule
+            hash_key = query.schedule_id
+            filters.append(ExecutionItem.tenant == query.tenant)
+        elif query.job_id:
+            index, hash_key = ExecutionItem.by_job, query.job_id
+            filters.append(ExecutionItem.tenant == query.tenant)
+        elif query.state:
+            index, hash_key = ExecutionItem.by_status, f"{query.tenant}#{query.state.value}"
+        else:
+            index, hash_key = ExecutionItem.by_tenant, query.tenant
+        if query.state and (query.schedule_id or query.job_id):
+            filters.append(ExecutionItem.state == query.state.value)
+        filter_condition = None
+        for condition in filters:
+            filter_condition = (
+                condition if filter_condition is None else filter_condition & condition
+            )
+
+        results = index.query(
+            hash_key,
+            range_key_condition=range_condition,
+            filter_condition=filter_condition,
+            scan_index_forward=False,
+            limit=query.limit,
+            last_evaluated_key=_decode_cursor(query.cursor) if query.cursor else None,
+        )
+        items = [codec.execution_from_item(item) for item in results]
+        next_key = results.last_evaluated_key if len(items) >= query.limit else None
+        return Page(items=items, next_cursor=_encode_cursor(next_key))
+
+    def transition(
+        self,
+        execution: Execution,
+        *,
+        expect_state: ExecutionState,
+        expect_token: int,
+        sweep_at: datetime | None,
+        expires_at: datetime | None = None,
+    ) -> bool:
+        """Write the execution's new state if nobody moved it since we read it.
+
+        The condition on state and fencing token is what rejects a zombie attempt's late result.
+        """
+        item = codec.execution_to_item(execution)
+        if sweep_at is not None:
+            item.sweep_shard = shard_of(execution.id, self._settings.shards)
+            item.sweep_at = sweep_at
+        item.expires_at = expires_at
+        try:
+            item.save(
+                condition=(ExecutionItem.state == expect_state.value)
+                & (ExecutionItem.fencing_token == expect_token)
+            )
+        except PutError as error:
+            if error.cause_response_code == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def _with_sweep(self, item: ExecutionItem) -> ExecutionItem:
+        """A queued execution is looked at again if its message never arrives."""
+        if item.state == ExecutionState.QUEUED.value:
+            item.sweep_shard = shard_of(item.id, self._settings.shards)
+            item.sweep_at = item.due_at + timedelta(seconds=self._settings.delivery_grace_s)
+        return item
+
+    def sweep_candidates(self, shard: int, now: datetime, limit: int) -> list[Execution]:
+        results = ExecutionItem.sweep.query(shard, ExecutionItem.sweep_at <= now, limit=limit)
+        return [codec.execution_from_item(item) for item in results]
+
+    # -- shard leases ------------------------------------------------------------------------
+
+    def acquire_lease(self, name: str, owner: str, now: datetime, duration_s: int) -> Lease | None:
+        """Take the lease if it is free or expired (epoch + 1), or extend our own."""
+        expires = now + timedelta(seconds=duration_s)
+        try:
+            current = LeaseItem.get(name, consistent_read=True)
+        except DoesNotExist:
+            item = LeaseItem(name=name, epoch=1, owner=owner, expires_at=expires)
+            try:
+                item.save(condition=LeaseItem.name.does_not_exist())
+            except PutError:
+                return None
+            return Lease(name, owner, 1, expires)
+        if current.owner != owner and current.expires_at > now:
+            return None
+        epoch = int(current.epoch) + (0 if current.owner == owner else 1)
+        try:
+            current.update(
+                actions=[
+                    LeaseItem.epoch.set(epoch),
+                    LeaseItem.owner.set(owner),
+                    LeaseItem.expires_at.set(expires),
+                ],
+                condition=(LeaseItem.epoch == current.epoch) & (LeaseItem.owner == current.owner),
+            )
+        except UpdateError:
+            return None
+        return Lease(name, owner, epoch, expires)
+
+    def release_lease(self, lease: Lease, now: datetime) -> None:
+        try:
+            LeaseItem(name=lease.name).update(
+                actions=[LeaseItem.expires_at.set(now)],
+                condition=(LeaseItem.epoch == lease.epoch) & (LeaseItem.owner == lease.owner),
+            )
+        except UpdateError:
+            pass  # already taken over: nothing of ours to release
+
+    def _lease_check(self, tx: TransactWrite, lease: Lease) -> None:
+        tx.condition_check(
+            LeaseItem,
+            lease.name,
+            condition=(LeaseItem.epoch == lease.epoch) & (LeaseItem.owner == lease.owner),
+        )
+
+    # -- tick --------------------------------------------------------------------------------
+
+    def due_items(self, shard: int, until: datetime, limit: int) -> list[DueItem]:
+        results = ScheduleItem.due.query(shard, ScheduleItem.next_run_at <= until, limit=limit)
+        return [
+            DueItem(item.id, item.kind, item.tenant, item.next_run_at, item.execution_id)
+            for item in results
+        ]
+
+    def queue_due_jobs(
+        self, lease: Lease, items: Sequence[DueItem], now: datetime
+    ) -> list[DueItem]:
+        """Move due jobs out of the due index and their executions to `queued`, fenced by the
+        lease epoch. Returns the items whose execution is now queued (to be enqueued by the
+        caller). Raises LeaseLost when the lease was taken over: nothing was written."""
+        queued: list[DueItem] = []
+        for start in range(0, len(items), _PAIRS_PER_TRANSACTION):
+            chunk = items[start : start + _PAIRS_PER_TRANSACTION]
+            try:
+                self._queue_jobs_tx(lease, chunk, now)
+                queued.extend(chunk)
+            except TransactWriteError as error:
+                if self._lease_failed(error):
+                    raise LeaseLost(lease.name) from error
+                for item in chunk:  # one bad apple: retry the chunk one by one
+                    if self._queue_one_job(lease, item, now):
+                        queued.append(item)
+        return queued
+
+    def _queue_jobs_tx(self, lease: Lease, items: Iterable[DueItem], now: datetime) -> None:
+        with TransactWrite(connection=self._connection) as tx:
+            self._lease_check(tx, lease)
+            for item in items:
+                self._clear_due(tx, item)
+                self._mark_queued(tx, item, now)
+
+    def _queue_one_job(self, lease: Lease, item: DueItem, now: datetime) -> bool:
+        try:
+            self._queue_jobs_tx(lease, [item], now)
+            return True
+        except TransactWriteError as error:
+            if self._lease_failed(error):
+                raise LeaseLost(lease.name) from error
+        # The execution left `scheduled` (e.g. cancelled): just take the job off the due index.
+        try:
+            with TransactWrite(connection=self._connection) as tx:
+                self._lease_check(tx, lease)
+                self._clear_due(tx, item)
+        except TransactWriteError as error:
+            if self._lease_failed(error):
+                raise LeaseLost(lease.name) from error
+        return False
+
+    @staticmethod
+    def _clear_due(tx: TransactWrite, item: DueItem) -> None:
+        tx.update(
+            ScheduleItem(id=item.id),
+            actions=[ScheduleItem.due_shard.remove(), ScheduleItem.next_run_at.remove()],
+            condition=ScheduleItem.next_run_at == item.next_run_at,
+        )
+
+    def _mark_queued(self, tx: TransactWrite, item: DueItem, now: datetime) -> None:
+        assert item.execution_id is not None
+        grace = timedelta(seconds=self._settings.delivery_grace_s)
+        tx.update(
+            ExecutionItem(id=item.execution_id),
+            actions=[
+                ExecutionItem.state.set(ExecutionState.QUEUED.value),
+                ExecutionItem.tenant_state.set(f"{item.tenant}#{ExecutionState.QUEUED.value}"),
+                ExecutionItem.sweep_shard.set(shard_of(item.execution_id, self._settings.shards)),
+                ExecutionItem.sweep_at.set(max(item.next_run_at, now) + grace),
+            ],
+            condition=ExecutionItem.state == ExecutionState.SCHEDULED.value,
+        )
+
+    @staticmethod
+    def _lease_failed(error: TransactWriteError) -> bool:
+        reasons = error.cancellation_reasons
+        return (
+            bool(reasons)
+            and reasons[0] is not None
+            and (reasons[0].code == "ConditionalCheckFailed")
+        )
