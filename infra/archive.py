@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from aws_cdk import Duration, RemovalPolicy, Size
+from aws_cdk import Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kinesisfirehose as firehose
@@ -108,30 +108,74 @@ class HistoryArchive(Construct):
             removal_policy=RemovalPolicy.RETAIN,
         )
 
-    def _build_delivery_stream(self) -> firehose.DeliveryStream:
+    def _build_delivery_stream(self) -> firehose.CfnDeliveryStream:
+        # The L1 resource, because the L2 grants its role read-write (delete included) on the
+        # bucket; Firehose needs exactly the permissions below (Firehose developer guide,
+        # "Grant Firehose access to an Amazon S3 destination").
         errors = logs.LogGroup(
             self,
             "DeliveryErrors",
             retention=self._settings.log_retention,
             removal_policy=self._removal,
         )
-        stream = firehose.DeliveryStream(
+        error_stream = errors.add_stream("S3Delivery")
+        role = iam.Role(
+            self,
+            "DeliveryRole",
+            assumed_by=iam.ServicePrincipal("firehose.amazonaws.com"),
+            description="Archive delivery stream: write objects into the archive bucket",
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "s3:AbortMultipartUpload",
+                    "s3:GetBucketLocation",
+                    "s3:GetObject",
+                    "s3:ListBucket",
+                    "s3:ListBucketMultipartUploads",
+                    "s3:PutObject",
+                ],
+                resources=[self.bucket.bucket_arn, self.bucket.arn_for_objects("*")],
+            )
+        )
+        errors.grant_write(role)
+        bucket_id = Stack.of(self).get_logical_id(self.bucket.node.default_child)
+        acknowledge(
+            role,
+            f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
+            "Firehose writes objects under keys it chooses (date partitions) in this one "
+            "bucket; object-level permissions need the bucket's object wildcard.",
+        )
+        D = firehose.CfnDeliveryStream
+        stream = D(
             self,
             "Delivery",
             delivery_stream_name=self._settings.resource_name("history-archive"),
-            encryption=firehose.StreamEncryption.aws_owned_key(),
-            destination=firehose.S3Bucket(
-                self.bucket,
-                data_output_prefix=f"executions/{_DAY_PREFIX}",
+            delivery_stream_type="DirectPut",
+            delivery_stream_encryption_configuration_input=D.DeliveryStreamEncryptionConfigurationInputProperty(
+                key_type="AWS_OWNED_CMK"
+            ),
+            extended_s3_destination_configuration=D.ExtendedS3DestinationConfigurationProperty(
+                bucket_arn=self.bucket.bucket_arn,
+                role_arn=role.role_arn,
+                prefix=f"executions/{_DAY_PREFIX}",
                 error_output_prefix=f"errors/!{{firehose:error-output-type}}/{_DAY_PREFIX}",
-                compression=firehose.Compression.GZIP,
-                buffering_interval=Duration.minutes(5),
-                buffering_size=Size.mebibytes(64),
+                compression_format="GZIP",
+                buffering_hints=D.BufferingHintsProperty(interval_in_seconds=300, size_in_m_bs=64),
                 # One JSON document per line, so Athena and `zcat | jq` read the objects.
-                processors=[firehose.AppendDelimiterToRecordProcessor()],
-                logging_config=firehose.EnableLogging(errors),
+                processing_configuration=D.ProcessingConfigurationProperty(
+                    enabled=True,
+                    processors=[D.ProcessorProperty(type="AppendDelimiterToRecord")],
+                ),
+                cloud_watch_logging_options=D.CloudWatchLoggingOptionsProperty(
+                    enabled=True,
+                    log_group_name=errors.log_group_name,
+                    log_stream_name=error_stream.log_stream_name,
+                ),
             ),
         )
+        # Firehose checks its access to the bucket when the stream is created.
+        stream.node.add_dependency(role.node.find_child("DefaultPolicy"))
         return stream
 
     def _build_pipe(self, executions: dynamodb.Table) -> pipes.CfnPipe:
@@ -157,7 +201,7 @@ class HistoryArchive(Construct):
         role.add_to_principal_policy(
             iam.PolicyStatement(
                 actions=["firehose:PutRecord", "firehose:PutRecordBatch"],
-                resources=[self.delivery_stream.delivery_stream_arn],
+                resources=[self.delivery_stream.attr_arn],
             )
         )
         self.dead_letter_queue.grant_send_messages(role)
@@ -190,7 +234,7 @@ class HistoryArchive(Construct):
                     ),
                 ),
             ),
-            target=self.delivery_stream.delivery_stream_arn,
+            target=self.delivery_stream.attr_arn,
             log_configuration=P.PipeLogConfigurationProperty(
                 level="ERROR",
                 cloudwatch_logs_log_destination=P.CloudwatchLogsLogDestinationProperty(
@@ -199,5 +243,5 @@ class HistoryArchive(Construct):
             ),
         )
         # The role's policy must exist before the pipe starts reading.
-        pipe.node.add_dependency(role)
+        pipe.node.add_dependency(role.node.find_child("DefaultPolicy"))
         return pipe

@@ -38,6 +38,10 @@ _RETENTION_BY_DAYS: dict[int, logs.RetentionDays] = {
 }
 
 
+# Keys that may be absent (a JSON null does not survive the trip through the CDK context).
+_OPTIONAL: dict[str, Any] = {"account": None, "region": None}
+
+
 class StageConfigError(ValueError):
     """The `cdk.json` stage configuration is missing, unknown or out of range."""
 
@@ -131,7 +135,7 @@ def _check(settings: StageSettings) -> StageSettings:
 def _build_settings(name: str, raw: Mapping[str, Any]) -> StageSettings:
     fields = {f.name for f in dataclasses.fields(StageSettings)} - {"name"}
     unknown = sorted(set(raw) - fields)
-    missing = sorted(fields - set(raw))
+    missing = sorted(fields - set(raw) - set(_OPTIONAL))
     if unknown or missing:
         raise StageConfigError(
             f"stage {name!r} in cdk.json: unknown keys {unknown}, missing keys {missing}"
@@ -142,7 +146,7 @@ def _build_settings(name: str, raw: Mapping[str, Any]) -> StageSettings:
         raise StageConfigError(
             f"stage {name!r}: alarms must have exactly the keys {sorted(alarm_fields)}"
         )
-    values = dict(raw)
+    values = {**_OPTIONAL, **raw}
     values["tenants"] = tuple(raw["tenants"])
     values["alarm_emails"] = tuple(raw["alarm_emails"])
     values["alarms"] = AlarmThresholds(**{k: int(v) for k, v in alarms_raw.items()})

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
-from aws_cdk import ArnFormat, Duration, RemovalPolicy, Stack
+from aws_cdk import ArnFormat, CfnResource, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
@@ -199,6 +199,7 @@ class FunctionFactory:
             role=role,
             environment={**self._environment, "POWERTOOLS_SERVICE_NAME": SERVICE_NAME},
         )
+        _depend_on_policy_only(function, role)
         acknowledge(
             role,
             "AwsSolutions-IAM5[Resource::*]",
@@ -212,6 +213,16 @@ class FunctionFactory:
             "dependencies layer's wheels; moving to a newer runtime is a deliberate change.",
         )
         return function, role
+
+
+def _depend_on_policy_only(function: lambda_.Function, role: iam.Role) -> None:
+    """CDK makes a function depend on its role's construct: the role *and* its policy. The role
+    is already a reference (`Fn::GetAtt`), so the explicit edge to it is redundant (cfn-lint
+    W3005); keep only the edge that matters, to the policy the function needs when it starts."""
+    policy = role.node.find_child("DefaultPolicy").node.default_child
+    cfn_function = function.node.default_child
+    assert isinstance(policy, CfnResource) and isinstance(cfn_function, CfnResource)
+    cfn_function.add_override("DependsOn", [Stack.of(function).get_logical_id(policy)])
 
 
 class Functions(Construct):

@@ -1,0 +1,46 @@
+"""Helpers that read a synthesized CloudFormation template (plain JSON)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+def resources(template: Mapping[str, Any], type_: str) -> dict[str, dict[str, Any]]:
+    return {
+        logical_id: resource
+        for logical_id, resource in template["Resources"].items()
+        if resource["Type"] == type_
+    }
+
+
+def ref_or_att(value: Any) -> str | None:
+    """The logical id behind `{"Ref": id}` or `{"Fn::GetAtt": [id, attr]}`."""
+    if isinstance(value, Mapping):
+        if "Ref" in value:
+            return str(value["Ref"])
+        if "Fn::GetAtt" in value:
+            return str(value["Fn::GetAtt"][0])
+    return None
+
+
+def function_named(template: Mapping[str, Any], suffix: str) -> dict[str, Any]:
+    matches = [
+        resource
+        for resource in resources(template, "AWS::Lambda::Function").values()
+        if str(resource["Properties"]["FunctionName"]).endswith(f"-{suffix}")
+    ]
+    assert len(matches) == 1, f"expected one function named *-{suffix}"
+    return matches[0]
+
+
+def policy_statements_of_role(template: Mapping[str, Any], role_id: str) -> list[dict[str, Any]]:
+    statements: list[dict[str, Any]] = []
+    for policy in resources(template, "AWS::IAM::Policy").values():
+        roles = [ref_or_att(role) for role in policy["Properties"].get("Roles", [])]
+        if role_id in roles:
+            statements += policy["Properties"]["PolicyDocument"]["Statement"]
+    return statements
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else [value]

@@ -1,0 +1,42 @@
+"""A small JSON client for tests: returns (status, document) instead of raising."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+class Api:
+    def __init__(self, base_url: str, key: str | None) -> None:
+        self.base_url = base_url
+        self.key = key
+
+    def as_key(self, key: str | None) -> Api:
+        return Api(self.base_url, key)
+
+    def call(
+        self, method: str, path: str, body: Any = None, *, raw: bytes | None = None
+    ) -> tuple[int, Any]:
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        headers = {"Content-Type": "application/json"}
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        request = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                text = response.read()
+                return response.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as error:
+            text = error.read()
+            try:
+                return error.code, json.loads(text)
+            except ValueError:
+                return error.code, text.decode()
+
+    def get(self, path: str) -> tuple[int, Any]:
+        return self.call("GET", path)
+
+    def post(self, path: str, body: Any = None) -> tuple[int, Any]:
+        return self.call("POST", path, body)
