@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -15,6 +16,8 @@ from .lambda_context import LocalContext
 
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 PUBLIC_PATHS = frozenset({"/v1/health"})
+# API Gateway caches an authorizer's answer per identity (Authorization header); so do we.
+AUTHORIZER_CACHE_S = 30.0
 
 
 def _error(status: int, code: str, message: str) -> dict[str, Any]:
@@ -58,6 +61,7 @@ class Gateway:
     """Serves the API: authorizer first (as API Gateway does), then the API handler."""
 
     def __init__(self, host: str, port: int, api: Handler, authorizer: Handler) -> None:
+        self._policies: dict[str, tuple[float, dict[str, Any]]] = {}
         self._api = api
         self._authorizer = authorizer
         self._server = ThreadingHTTPServer((host, port), self._request_handler())
@@ -85,10 +89,19 @@ class Gateway:
                 f"{event['httpMethod']}{event['path']}",
                 "headers": event["headers"],
             }
-            try:
-                policy = self._authorizer(auth_event, LocalContext("cronwheel-authorizer"))
-            except PermissionError:
-                return _error(401, "unauthenticated", "missing or invalid API key")
+            identity = next(
+                (v for k, v in event["headers"].items() if k.lower() == "authorization"), ""
+            )
+            cached = self._policies.get(identity) if identity else None
+            if cached and cached[0] > time.monotonic():
+                policy = cached[1]
+            else:
+                try:
+                    policy = self._authorizer(auth_event, LocalContext("cronwheel-authorizer"))
+                except PermissionError:
+                    return _error(401, "unauthenticated", "missing or invalid API key")
+                if identity:
+                    self._policies[identity] = (time.monotonic() + AUTHORIZER_CACHE_S, policy)
             event["requestContext"]["authorizer"] = {
                 "principalId": policy["principalId"],
                 **policy["context"],

@@ -34,13 +34,40 @@ REGION = "us-east-1"
 PREFIX = "cronwheel-local"
 
 
-def _moto_server() -> Any:
-    from moto.server import ThreadedMotoServer
+class _MotoServer:
+    """moto's server, one request at a time: its backends are not safe under concurrent
+    writes (a TransactWriteItems deep-copies tables other threads are changing)."""
 
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    return server
+    def __init__(self) -> None:
+        from moto.moto_server.werkzeug_app import (
+            DomainDispatcherApplication,
+            MotoRequestHandler,
+            create_backend_app,
+        )
+        from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        app = DomainDispatcherApplication(create_backend_app)
+        lock = threading.Lock()
+
+        def serialized(environ: dict[str, Any], start_response: Any) -> Any:
+            with lock:
+                return list(app(environ, start_response))
+
+        self._server = make_server(
+            "127.0.0.1", 0, serialized, threaded=True, request_handler=MotoRequestHandler
+        )
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_port}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
 
 
 class LocalStack:
@@ -53,7 +80,7 @@ class LocalStack:
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._saved_env: dict[str, str | None] = {}
-        self._moto: Any = None
+        self._moto: _MotoServer | None = None
         self._gateway: Gateway | None = None
         self.endpoint_url = ""
 
@@ -71,9 +98,8 @@ class LocalStack:
         self.stop()
 
     def start(self) -> None:
-        self._moto = _moto_server()
-        host, port = self._moto.get_host_and_port()
-        self.endpoint_url = f"http://{host}:{port}"
+        self._moto = _MotoServer()
+        self.endpoint_url = self._moto.url
         _post_json(
             f"{self.endpoint_url}/moto-api/config",
             {"stepfunctions": {"execute_state_machine": True}},

@@ -15,6 +15,7 @@ log = logging.getLogger("cronwheel.local")
 # Lambda returns a failed record to the queue after the visibility timeout; locally we shorten
 # that so a failed batch item is retried within seconds.
 LOCAL_RETRY_VISIBILITY_S = 5
+IDLE_POLL_S = 0.05
 
 
 class Timer(threading.Thread):
@@ -71,12 +72,14 @@ class SqsPoller(threading.Thread):
         response = self._sqs.receive_message(
             QueueUrl=self._queue_url,
             MaxNumberOfMessages=10,
-            WaitTimeSeconds=1,
+            # No long poll: the emulator serves one request at a time, so a poll must not wait.
+            WaitTimeSeconds=0,
             AttributeNames=["All"],
             MessageAttributeNames=["All"],
         )
         messages = response.get("Messages", [])
         if not messages:
+            self._stopping.wait(IDLE_POLL_S)
             return
         event = {"Records": [self._record(m) for m in messages]}
         try:

@@ -139,7 +139,9 @@ class HistoryArchive(Construct):
             )
         )
         errors.grant_write(role)
-        bucket_id = Stack.of(self).get_logical_id(self.bucket.node.default_child)
+        cfn_bucket = self.bucket.node.default_child
+        assert isinstance(cfn_bucket, s3.CfnBucket)
+        bucket_id = Stack.of(self).get_logical_id(cfn_bucket)
         acknowledge(
             role,
             f"AwsSolutions-IAM5[Resource::<{bucket_id}.Arn>/*]",
@@ -147,14 +149,13 @@ class HistoryArchive(Construct):
             "bucket; object-level permissions need the bucket's object wildcard.",
         )
         D = firehose.CfnDeliveryStream
+        encryption = D.DeliveryStreamEncryptionConfigurationInputProperty(key_type="AWS_OWNED_CMK")
         stream = D(
             self,
             "Delivery",
             delivery_stream_name=self._settings.resource_name("history-archive"),
             delivery_stream_type="DirectPut",
-            delivery_stream_encryption_configuration_input=D.DeliveryStreamEncryptionConfigurationInputProperty(
-                key_type="AWS_OWNED_CMK"
-            ),
+            delivery_stream_encryption_configuration_input=encryption,
             extended_s3_destination_configuration=D.ExtendedS3DestinationConfigurationProperty(
                 bucket_arn=self.bucket.bucket_arn,
                 role_arn=role.role_arn,

@@ -2,8 +2,8 @@
 
 The factory is the only place that sets runtime, architecture, memory, timeout, tracing, log
 format, log retention, layers and environment, so the functions cannot drift apart. What each
-function may touch is the `_ACCESS` table below: tables (read or read-write, with their indexes
-named one by one), the dispatch queue, and nothing else unless stated.
+function may touch is its `FunctionSpec` below: tables (read or read-write, with their indexes
+named one by one), the dispatch queue, and nothing else unless the spec says so.
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ DISPATCH_FN = FunctionSpec(
     "dispatch.handler.handler",
     "cronwheel dispatch: claims executions from SQS and calls their targets",
     _MAX_TIMEOUT,
-    tables={**_rw(EXECUTIONS, SCHEDULES, TENANTS, LEASES), **_ro(AUDIT)},
+    tables=_rw(EXECUTIONS, SCHEDULES, TENANTS, LEASES),
     sends_to_dispatch=True,
     reads_target_secrets=True,
     sends_to_target_queues=True,

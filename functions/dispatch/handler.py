@@ -19,16 +19,35 @@ from cronwheel.services.dispatch import Dispatcher
 
 logger = Logger(service="cronwheel-dispatch")
 processor = BatchProcessor(event_type=EventType.SQS)
+_dispatchers: dict[int, Dispatcher] = {}
+
+
+def _dispatcher() -> Dispatcher:
+    """One per runtime, so its signing-secret cache outlives a batch (a warm Lambda reuses it)."""
+    rt = runtime()
+    key = id(rt)
+    if key not in _dispatchers:
+        _dispatchers.clear()
+        _dispatchers[key] = Dispatcher(rt.store, rt.queue, rt.http, rt.sqs, rt.settings, rt.clock)
+    return _dispatchers[key]
+
+
+def _parse(body: str) -> DispatchMessage | None:
+    try:
+        return DispatchMessage.from_json(body)
+    except (ValueError, KeyError, TypeError):
+        return None  # reported as this record's failure below; it ends in the DLQ
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    rt = runtime()
-    dispatcher = Dispatcher(rt.store, rt.queue, rt.http, rt.sqs, rt.settings, rt.clock)
-    dispatcher.prefetch([DispatchMessage.from_json(r["body"]) for r in event.get("Records", [])])
+    dispatcher = _dispatcher()
+    prefetched = dispatcher.prefetch(
+        [m for m in (_parse(r["body"]) for r in event.get("Records", [])) if m is not None]
+    )
 
     def handle(record: SQSRecord) -> None:
-        outcome = dispatcher.handle(DispatchMessage.from_json(record.body))
+        outcome = dispatcher.handle(DispatchMessage.from_json(record.body), prefetched)
         logger.info(
             "dispatched",
             extra={"execution_id": outcome.execution_id, "tenant": outcome.tenant,

@@ -1,9 +1,21 @@
-"""Helpers that read a synthesized CloudFormation template (plain JSON)."""
+"""Helpers for the infra tests: the CDK context, and reading a synthesized template (JSON)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from infra.paths import CDK_JSON
+
+SKIP_BUNDLING = {"aws:cdk:bundling-stacks": []}
+
+
+def cdk_context(**overrides: Any) -> dict[str, Any]:
+    context: dict[str, Any] = json.loads(Path(CDK_JSON).read_text())["context"]
+    return {**context, **SKIP_BUNDLING, **overrides}
+
 
 def resources(template: Mapping[str, Any], type_: str) -> dict[str, dict[str, Any]]:
     return {

@@ -18,7 +18,9 @@ def z(text: str) -> datetime:
     return datetime.fromisoformat(text).replace(tzinfo=UTC)
 
 
-def first_fires(cron: str, count: int = 8, *, seed: str = "", after: datetime = AFTER) -> list:
+def first_fires(
+    cron: str, count: int = 8, *, seed: str = "", after: datetime = AFTER
+) -> list[datetime]:
     return list(islice(compile_recurrence(cron=cron, seed=seed).iter_after(after), count))
 
 

@@ -92,7 +92,7 @@ _MACROS: Final = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_NUMBER: Final = re.compile(r"[0-9]{1,4}")
+_NUMBER: Final = re.compile(r"[0-9]+")
 _HASH_ITEM: Final = re.compile(r"H(?:\(([^()\-]*)-([^()\-]*)\))?")
 # An `H` token on its own, not the H inside THU.
 _HAS_HASH: Final = re.compile(r"(?<![A-Z])H(?![A-Z])")
@@ -100,6 +100,8 @@ _DAYS_IN_MONTH: Final = (0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _MAX_DAYS_IN_MONTH: Final = (0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _ORDINAL_1970: Final = date(1970, 1, 1).toordinal()
+# Compiled schedules kept per process: about 1 KiB each, so this bounds the caches to ~10 MiB.
+_CACHE_SIZE: Final = 8192
 _FIRST_YEAR: Final = 1900
 _LAST_YEAR: Final = 9000
 
@@ -113,6 +115,8 @@ def _lowest_bit(mask: int) -> int:
 
 
 def _bits(values: range) -> int:
+    if values.step == 1:
+        return (1 << values.stop) - (1 << values.start) if values else 0
     mask = 0
     for value in values:
         mask |= 1 << value
@@ -128,7 +132,7 @@ def _hash_value(seed: str, field_index: int, item_index: int) -> int:
 def _parse_value(index: int, text: str, item: str) -> int:
     name = _FIELD_NAMES[index]
     if _NUMBER.fullmatch(text):
-        return int(text)
+        return int(text) if len(text) <= 9 else 10**9  # too long is just out of range
     upper = text.upper()
     if index == 3 and upper in _MONTH_NAMES:
         return _MONTH_NAMES[upper]
@@ -153,7 +157,7 @@ def _parse_step(index: int, item: str, text: str, span: int) -> int:
     name = _FIELD_NAMES[index]
     if not _NUMBER.fullmatch(text):
         raise _cron_error(f"{name} field: step {text!r} in {item!r} is not a positive number")
-    step = int(text)
+    step = int(text) if len(text) <= 9 else 10**9
     if step < 1:
         raise _cron_error(f"{name} field: step in {item!r} must be at least 1")
     if step > span:
@@ -321,11 +325,24 @@ class _CronSpec:
         return None
 
 
+@cache
+def _days_by_weekday(dow: int) -> tuple[int, ...]:
+    """Days (bits 1-31) falling on an allowed weekday, for each weekday of the 1st."""
+    masks = []
+    for weekday_of_first in range(7):
+        days = 0
+        for day_of_month in range(1, 32):
+            if (dow >> ((weekday_of_first + day_of_month - 1) % 7)) & 1:
+                days |= 1 << day_of_month
+        masks.append(days)
+    return tuple(masks)
+
+
 def _hash_key(expression: str, seed: str) -> str:
     return seed if _HAS_HASH.search(expression.upper()) else ""
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_CACHE_SIZE)
 def _compile_cron(expression: str, seed: str) -> _CronSpec:
     text = expression.strip()
     if not text:
@@ -356,13 +373,8 @@ def _compile_cron(expression: str, seed: str) -> _CronSpec:
             "day-of-month field: none of the selected days exists in the selected month(s), "
             "so the schedule would never fire"
         )
-    day_masks = []
-    for weekday_of_first in range(7):
-        by_weekday = 0
-        for day_of_month in range(1, 32):
-            if (dow >> ((weekday_of_first + day_of_month - 1) % 7)) & 1:
-                by_weekday |= 1 << day_of_month
-        day_masks.append(dom & by_weekday if day_and else dom | by_weekday)
+    by_weekday = _days_by_weekday(dow)
+    day_masks = [dom & days if day_and else dom | days for days in by_weekday]
     return _CronSpec(
         minutes=minutes,
         hours=hours,
@@ -383,7 +395,7 @@ def _cron_spec(expression: str, seed: str) -> _CronSpec:
 # --------------------------------------------------------------------------------------------
 
 _RATE: Final = re.compile(
-    r"\s*(?:rate\(\s*)?([0-9]{1,9})\s+(second|minute|hour|day)s?\s*\)?\s*", re.IGNORECASE
+    r"\s*(?:rate\(\s*)?([0-9]{1,9})\s*(second|minute|hour|day)s?\s*\)?\s*", re.IGNORECASE
 )
 _UNIT_SECONDS: Final = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}
 
@@ -565,7 +577,7 @@ def _ceil_seconds(value: datetime) -> int:
     return math.ceil(value.timestamp())
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Recurrence:
     """A compiled cron or rate schedule with its timezone and bounds.
 
@@ -635,7 +647,7 @@ class Recurrence:
         return fire if fire is not None and fire <= self._ceiling else None
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=_CACHE_SIZE)
 def _compile(
     cron: str | None,
     rate: str | None,

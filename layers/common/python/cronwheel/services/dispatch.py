@@ -55,15 +55,16 @@ class Dispatcher:
         self._sqs = sqs
         self._settings = settings
         self._clock = clock
-        self._prefetched: dict[str, Execution] = {}
         self._secrets: dict[str, tuple[float, str]] = {}
 
-    def prefetch(self, messages: Sequence[DispatchMessage]) -> None:
+    def prefetch(self, messages: Sequence[DispatchMessage]) -> dict[str, Execution]:
         """Read a batch's executions in one call before handling them one by one."""
-        self._prefetched = self._store.get_executions([m.execution_id for m in messages])
+        return self._store.get_executions([m.execution_id for m in messages])
 
-    def handle(self, message: DispatchMessage) -> DispatchOutcome:
-        execution = self._prefetched.pop(message.execution_id, None) or self._store.get_execution(
+    def handle(
+        self, message: DispatchMessage, prefetched: dict[str, Execution] | None = None
+    ) -> DispatchOutcome:
+        execution = (prefetched or {}).pop(message.execution_id, None) or self._store.get_execution(
             message.execution_id, consistent=True
         )
         if execution is None:
