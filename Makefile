@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell $(PYTHON) -c "import hashlib,sys;print(hashlib.sha256(open('pyproject.toml','rb').read()).hexdigest()[:12])")
 PYTEST := $(BIN)/pytest -q
 
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 1
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PYTHONDONTWRITEBYTECODE := 1
 
 .PHONY: run test lint unit integration infra e2e bench synth clean
@@ -43,7 +43,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/cron.py
 
 synth: $(STAMP)
-	$(BIN)/python app.py
+	$(BIN)/python app.py --outdir cdk.out
 
 clean:
 	rm -rf $(VENV) cdk.out build .pytest_cache .mypy_cache .ruff_cache

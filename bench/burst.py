@@ -7,7 +7,6 @@ per execution. Usage: python bench/burst.py --jobs 1000
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import threading
 import time
@@ -21,8 +20,8 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
 import botocore.endpoint  # noqa: E402
-
 from cronwheel.domain.instants import format_instant  # noqa: E402
+
 from cronwheel_local.config import parse_config  # noqa: E402
 from cronwheel_local.stack import LocalStack  # noqa: E402
 from tests.support.api import Api  # noqa: E402
@@ -49,7 +48,9 @@ class RequestCounter:
 
         def counting(endpoint: Any, operation_model: Any, request_dict: Any) -> Any:
             with counter._lock:
-                counter.counts[f"{operation_model.service_model.service_name}:{operation_model.name}"] += 1
+                counter.counts[
+                    f"{operation_model.service_model.service_name}:{operation_model.name}"
+                ] += 1
             return counter._original(endpoint, operation_model, request_dict)
 
         botocore.endpoint.Endpoint.make_request = counting  # type: ignore[method-assign]
@@ -77,9 +78,14 @@ class BurstResult:
         return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
 
 
-def run_burst(api: Api, target: RecordingTarget, jobs: int, lead_s: float, timeout_s: float) -> BurstResult:
+def run_burst(
+    api: Api, target: RecordingTarget, jobs: int, lead_s: float, timeout_s: float
+) -> BurstResult:
     due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=lead_s)
-    body = {"run_at": format_instant(due), "target": {"type": "http", "url": f"{target.base_url}/ok"}}
+    body = {
+        "run_at": format_instant(due),
+        "target": {"type": "http", "url": f"{target.base_url}/ok"},
+    }
     before = len(target.calls)
     with RequestCounter() as counter:
         with ThreadPoolExecutor(max_workers=8) as pool:
@@ -99,7 +105,9 @@ def run_burst(api: Api, target: RecordingTarget, jobs: int, lead_s: float, timeo
     first_by_execution: dict[str, float] = {}
     for call in calls:
         key = call.headers["X-Cronwheel-Execution-Id"]
-        first_by_execution[key] = min(first_by_execution.get(key, call.received_at), call.received_at)
+        first_by_execution[key] = min(
+            first_by_execution.get(key, call.received_at), call.received_at
+        )
     lags = [t - due.timestamp() for t in first_by_execution.values()]
     span = max(first_by_execution.values()) - due.timestamp() if lags else 0.0
     return BurstResult(
@@ -123,13 +131,21 @@ def main() -> None:
     with LocalStack(config, port=0) as stack, recording_target() as target:
         result = run_burst(Api(stack.url, KEY), target, args.jobs, lead_s, timeout_s=600)
     total_requests = sum(result.requests.values())
-    print(f"burst: {result.jobs} jobs due at the same second, {args.dispatchers} dispatchers, local stack")
-    print(f"  executions run        {result.executions_called} / {result.jobs}  (duplicates: {result.duplicates})")
+    print(
+        f"burst: {result.jobs} jobs due at the same second, {args.dispatchers} dispatchers, local stack"
+    )
+    print(
+        f"  executions run        {result.executions_called} / {result.jobs}  (duplicates: {result.duplicates})"
+    )
     print(f"  fire lag p50          {result.percentile(50) * 1000:8.0f} ms")
     print(f"  fire lag p99          {result.percentile(99) * 1000:8.0f} ms")
     print(f"  fire lag max          {max(result.lags_s) * 1000:8.0f} ms")
-    print(f"  throughput            {result.throughput_per_s:8.1f} executions/s after the due second")
-    print(f"  AWS requests / exec   {total_requests / result.jobs:8.2f}  (submit + fire + run + record)")
+    print(
+        f"  throughput            {result.throughput_per_s:8.1f} executions/s after the due second"
+    )
+    print(
+        f"  AWS requests / exec   {total_requests / result.jobs:8.2f}  (submit + fire + run + record)"
+    )
     for operation, count in result.requests.most_common():
         print(f"    {operation:40s} {count / result.jobs:6.2f}")
 

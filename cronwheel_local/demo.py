@@ -20,7 +20,10 @@ def _target_server(secret: str, called: threading.Event) -> HTTPServer:
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
             ok = verify(
-                [secret], self.headers["X-Cronwheel-Timestamp"], body, self.headers["X-Cronwheel-Signature"]
+                [secret],
+                self.headers["X-Cronwheel-Timestamp"],
+                body,
+                self.headers["X-Cronwheel-Signature"],
             )
             doc = json.loads(body)
             print(
@@ -62,5 +65,7 @@ def run_demo(url: str, api_key: str, signing_secret: str) -> None:
         if execution["state"] == "succeeded":
             break
         time.sleep(0.1)
-    print(f"demo: execution {execution['id']} is {execution['state']} after {execution['attempt']} attempt(s)")
+    print(
+        f"demo: execution {execution['id']} is {execution['state']} after {execution['attempt']} attempt(s)"
+    )
     server.shutdown()

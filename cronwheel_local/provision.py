@@ -24,9 +24,12 @@ def create_table_request(spec: TableSpec, name: str) -> dict[str, Any]:
     request: dict[str, Any] = {
         "TableName": name,
         "BillingMode": "PAY_PER_REQUEST",
-        "KeySchema": _key_schema(spec.hash_key.name, spec.range_key.name if spec.range_key else None),
+        "KeySchema": _key_schema(
+            spec.hash_key.name, spec.range_key.name if spec.range_key else None
+        ),
         "AttributeDefinitions": [
-            {"AttributeName": n, "AttributeType": t} for n, t in spec.attribute_definitions().items()
+            {"AttributeName": n, "AttributeType": t}
+            for n, t in spec.attribute_definitions().items()
         ],
     }
     if spec.indexes:
@@ -58,9 +61,9 @@ def _create_queue(sqs: Any, spec: QueueSpec, prefix: str) -> str:
         QueueName=f"{prefix}-{spec.logical_name}-dlq",
         Attributes={"MessageRetentionPeriod": str(spec.dlq_retention_s)},
     )["QueueUrl"]
-    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
-        "Attributes"
-    ]["QueueArn"]
+    dlq_arn = sqs.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])["Attributes"][
+        "QueueArn"
+    ]
     redrive = {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(spec.max_receive_count)}
     url: str = sqs.create_queue(
         QueueName=f"{prefix}-{spec.logical_name}",

@@ -19,7 +19,6 @@ from types import FrameType
 from typing import Any
 
 import boto3
-
 from cronwheel.domain.ids import hash_api_key
 from cronwheel.domain.model import Tenant
 from cronwheel.runtime import reset_runtime, runtime
@@ -132,7 +131,9 @@ class LocalStack:
         self._gateway.start()
         shards = [{"shard": k} for k in range(self.config.shards)]
         self._threads = [
-            Timer("cronwheel-tick", self.config.tick_interval_s, tick_fn.handler, shards, self._stop),
+            Timer(
+                "cronwheel-tick", self.config.tick_interval_s, tick_fn.handler, shards, self._stop
+            ),
             Timer(
                 "cronwheel-sweeper",
                 self.config.sweep_interval_s,
@@ -142,7 +143,13 @@ class LocalStack:
             ),
         ]
         self._threads += [
-            SqsPoller(f"cronwheel-dispatch-{i}", sqs, queue_urls["dispatch"], dispatch_fn.handler, self._stop)
+            SqsPoller(
+                f"cronwheel-dispatch-{i}",
+                sqs,
+                queue_urls["dispatch"],
+                dispatch_fn.handler,
+                self._stop,
+            )
             for i in range(self.config.dispatchers)
         ]
         for thread in self._threads:
@@ -203,19 +210,28 @@ class LocalStack:
             for key in tenant.api_keys:
                 digest = hash_api_key(key.key)
                 store.put_api_key(
-                    tenant=tenant.id, key_hash=digest, key_id=f"key_{digest[:10]}", role=key.role, now=now
+                    tenant=tenant.id,
+                    key_hash=digest,
+                    key_id=f"key_{digest[:10]}",
+                    role=key.role,
+                    now=now,
                 )
 
 
 def _post_json(url: str, document: dict[str, Any]) -> None:
     request = urllib.request.Request(
-        url, data=json.dumps(document).encode(), method="POST", headers={"Content-Type": "application/json"}
+        url,
+        data=json.dumps(document).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=10):
         pass
 
 
-def serve(host: str = "127.0.0.1", port: int = 8080, config_path: str | None = None, demo: bool = False) -> int:
+def serve(
+    host: str = "127.0.0.1", port: int = 8080, config_path: str | None = None, demo: bool = False
+) -> int:
     """Run the local stack until SIGINT or SIGTERM. Without a config, write a development one."""
     if config_path:
         config = load_config(config_path)

@@ -92,7 +92,9 @@ class SqsPoller(threading.Thread):
         if done:
             self._sqs.delete_message_batch(
                 QueueUrl=self._queue_url,
-                Entries=[{"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)],
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m["ReceiptHandle"]} for i, m in enumerate(done)
+                ],
             )
         retry = [m for m in messages if m["MessageId"] in failed]
         if retry:

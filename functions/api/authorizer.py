@@ -6,7 +6,6 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from cronwheel.errors import Unauthenticated
 from cronwheel.runtime import runtime
 from cronwheel.services.auth import authenticate
@@ -35,7 +34,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         "principalId": principal.key_id,
         "policyDocument": {
             "Version": "2012-10-17",
-            "Statement": [{"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": resource}],
+            "Statement": [
+                {"Action": "execute-api:Invoke", "Effect": "Allow", "Resource": resource}
+            ],
         },
         "context": {
             "tenant": principal.tenant,

@@ -9,7 +9,6 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response, content_types
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-
 from cronwheel.errors import CronwheelError
 
 logger = Logger(child=True)
@@ -83,8 +82,9 @@ def register(app: APIGatewayRestResolver) -> None:
 
     @app.not_found
     def _not_found(_: NotFoundError) -> Response[Any]:
-        return error_response("not_found", f"no route for {app.current_event.http_method} "
-                              f"{app.current_event.path}")
+        return error_response(
+            "not_found", f"no route for {app.current_event.http_method} {app.current_event.path}"
+        )
 
     @app.exception_handler(Exception)
     def _unexpected(error: Exception) -> Response[Any]:

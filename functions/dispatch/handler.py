@@ -12,7 +12,6 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from cronwheel.dispatch_queue import DispatchMessage
 from cronwheel.runtime import runtime
 from cronwheel.services.dispatch import Dispatcher
@@ -50,8 +49,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         outcome = dispatcher.handle(DispatchMessage.from_json(record.body), prefetched)
         logger.info(
             "dispatched",
-            extra={"execution_id": outcome.execution_id, "tenant": outcome.tenant,
-                   "state": outcome.state, "lag_ms": outcome.lag_ms, "note": outcome.note},
+            extra={
+                "execution_id": outcome.execution_id,
+                "tenant": outcome.tenant,
+                "state": outcome.state,
+                "lag_ms": outcome.lag_ms,
+                "note": outcome.note,
+            },
         )
 
     return process_partial_response(event, handle, processor, context)

@@ -6,7 +6,6 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from cronwheel.runtime import runtime
 from cronwheel.services.sweeper import Sweeper
 

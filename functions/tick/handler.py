@@ -10,7 +10,6 @@ from typing import Any
 import boto3
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
-
 from cronwheel.runtime import runtime
 from cronwheel.services.tick import Tick
 
@@ -38,7 +37,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     report = Tick(rt.store, rt.queue, rt.settings, shard, owner).run(rt.clock.now())
     logger.info(
         "tick done",
-        extra={"shard": shard, "epoch": report.epoch, "fired": len(report.fired),
-               "lease_lost": report.lease_lost, "lease_busy": report.lease_busy},
+        extra={
+            "shard": shard,
+            "epoch": report.epoch,
+            "fired": len(report.fired),
+            "lease_lost": report.lease_lost,
+            "lease_busy": report.lease_busy,
+        },
     )
     return {"shard": shard, "fired": len(report.fired), "lease_lost": report.lease_lost}

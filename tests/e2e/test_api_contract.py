@@ -16,18 +16,48 @@ TARGET = {"type": "http", "url": "http://127.0.0.1:9/never"}
     ("body", "status", "field"),
     [
         pytest.param({"run_at": "tomorrow", "target": TARGET}, 400, "run_at", id="bad_instant"),
-        pytest.param({"run_at": "2026-09-26T09:00:00", "target": TARGET}, 400, "run_at", id="instant_without_offset"),
-        pytest.param({"target": {"type": "ftp", "url": "x"}}, 400, "target", id="unknown_target_type"),
+        pytest.param(
+            {"run_at": "2026-09-26T09:00:00", "target": TARGET},
+            400,
+            "run_at",
+            id="instant_without_offset",
+        ),
+        pytest.param(
+            {"target": {"type": "ftp", "url": "x"}}, 400, "target", id="unknown_target_type"
+        ),
         pytest.param({"payload": {}}, 400, "target", id="missing_target"),
         pytest.param({"target": TARGET, "delay_s": "soon"}, 400, "delay_s", id="delay_not_an_int"),
-        pytest.param({"target": TARGET, "retry": {"max_attempts": 0}}, 400, "retry.max_attempts", id="retry_out_of_range"),
-        pytest.param({"target": TARGET, "payload": [1, 2]}, 400, "payload", id="payload_not_an_object"),
-        pytest.param({"target": TARGET, "priority": "urgent"}, 400, "priority", id="unknown_priority"),
+        pytest.param(
+            {"target": TARGET, "retry": {"max_attempts": 0}},
+            400,
+            "retry.max_attempts",
+            id="retry_out_of_range",
+        ),
+        pytest.param(
+            {"target": TARGET, "payload": [1, 2]}, 400, "payload", id="payload_not_an_object"
+        ),
+        pytest.param(
+            {"target": TARGET, "priority": "urgent"}, 400, "priority", id="unknown_priority"
+        ),
         pytest.param({"target": TARGET, "colour": "red"}, 400, "colour", id="unknown_field"),
-        pytest.param({"target": {"type": "http", "url": "not a url"}}, 400, "target.url", id="bad_url"),
-        pytest.param({"target": TARGET, "run_at": "2026-09-26T09:00:00Z", "delay_s": 5}, 400, "delay_s", id="run_at_and_delay"),
-        pytest.param({"target": TARGET, "payload": {"blob": "x" * 70_000}}, 413, "payload", id="oversize_payload"),
-        pytest.param({"target": TARGET, "tenant": "globex"}, 403, "tenant", id="other_tenant_in_body"),
+        pytest.param(
+            {"target": {"type": "http", "url": "not a url"}}, 400, "target.url", id="bad_url"
+        ),
+        pytest.param(
+            {"target": TARGET, "run_at": "2026-09-26T09:00:00Z", "delay_s": 5},
+            400,
+            "delay_s",
+            id="run_at_and_delay",
+        ),
+        pytest.param(
+            {"target": TARGET, "payload": {"blob": "x" * 70_000}},
+            413,
+            "payload",
+            id="oversize_payload",
+        ),
+        pytest.param(
+            {"target": TARGET, "tenant": "globex"}, 403, "tenant", id="other_tenant_in_body"
+        ),
     ],
 )
 def test_invalid_job_requests_get_a_4xx_in_the_error_format(
@@ -49,7 +79,10 @@ def test_invalid_job_requests_get_a_4xx_in_the_error_format(
         pytest.param(b"{not json", id="malformed_json"),
         pytest.param(b"[]", id="json_array"),
         pytest.param(b"", id="empty_body"),
-        pytest.param(json.dumps({"target": TARGET, "payload": {"b": "x" * 300_000}}).encode(), id="oversize_body"),
+        pytest.param(
+            json.dumps({"target": TARGET, "payload": {"b": "x" * 300_000}}).encode(),
+            id="oversize_body",
+        ),
     ],
 )
 def test_unparseable_bodies_are_4xx_never_5xx(api: Api, raw: bytes) -> None:

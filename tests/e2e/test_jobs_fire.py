@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 from cronwheel.domain.instants import format_instant, parse_instant
 from cronwheel.domain.signing import verify
+
 from tests.e2e.conftest import ACME_SECRET
 from tests.support.api import Api
 from tests.support.target import RecordingTarget, wait_for
@@ -63,8 +65,15 @@ def test_job_at_run_at_is_called_once_on_time_with_signed_contract(
     assert headers["X-Cronwheel-Scheduled-For"] == job["run_at"]
     assert headers["X-Team"] == "a"
     # And a signature that verifies under the tenant's secret
-    assert verify([ACME_SECRET], headers["X-Cronwheel-Timestamp"], call.body, headers["X-Cronwheel-Signature"])
-    assert not verify(["another-secret"], headers["X-Cronwheel-Timestamp"], call.body, headers["X-Cronwheel-Signature"])
+    assert verify(
+        [ACME_SECRET], headers["X-Cronwheel-Timestamp"], call.body, headers["X-Cronwheel-Signature"]
+    )
+    assert not verify(
+        ["another-secret"],
+        headers["X-Cronwheel-Timestamp"],
+        call.body,
+        headers["X-Cronwheel-Signature"],
+    )
     # And the execution reads succeeded with one attempt
     assert execution["state"] == "succeeded"
     assert [a["attempt"] for a in execution["attempts"]] == [1]
@@ -99,7 +108,7 @@ def test_flaky_target_succeeds_on_third_attempt_with_each_attempt_recorded(
     assert [c.headers["X-Cronwheel-Fencing-Token"] for c in calls] == ["1", "2", "3"]
     # And every retry waited at least its backoff
     starts = [parse_instant(a["started_at"], field="") for a in execution["attempts"]]
-    assert all(later - earlier >= timedelta(seconds=0.5) for earlier, later in zip(starts, starts[1:]))
+    assert all(later - earlier >= timedelta(seconds=0.5) for earlier, later in pairwise(starts))
 
 
 def test_always_failing_target_ends_dead_with_both_attempts(

@@ -6,7 +6,6 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
-
 from cronwheel.clock import ManualClock
 from cronwheel.domain import lifecycle
 from cronwheel.domain.lifecycle import AttemptResult
@@ -14,6 +13,7 @@ from cronwheel.domain.model import ExecutionState, HttpTarget, Outcome, Priority
 from cronwheel.runtime import Runtime
 from cronwheel.services.jobs import JobRequest, JobService
 from cronwheel.services.sweeper import Sweeper
+
 from tests.integration.conftest import ACME
 
 
@@ -40,7 +40,9 @@ def test_queued_execution_whose_message_was_lost_is_requeued_after_grace(
     # Given a queued execution whose message never reached SQS
     execution = _submit_now(rt, clock, monkeypatch, send=False)
     sent: list[str] = []
-    monkeypatch.setattr(rt.queue, "send", lambda messages, now: sent.extend(m.execution_id for m in messages) or [])
+    monkeypatch.setattr(
+        rt.queue, "send", lambda messages, now: sent.extend(m.execution_id for m in messages) or []
+    )
     sweeper = Sweeper(rt.store, rt.queue, rt.settings)
 
     # When the sweeper runs before the delivery grace, it leaves it alone
@@ -57,7 +59,9 @@ def test_running_execution_past_its_lease_is_reaped_into_a_retry_then_dead(
     # Given an execution claimed by a worker that then died
     execution = _submit_now(rt, clock, monkeypatch, send=True)
     running = lifecycle.claim(execution, clock.now(), timedelta(seconds=40))
-    assert rt.store.transition(running, expect_state=execution.state, expect_token=0, sweep_at=running.lease_expires_at)
+    assert rt.store.transition(
+        running, expect_state=execution.state, expect_token=0, sweep_at=running.lease_expires_at
+    )
     monkeypatch.setattr(rt.queue, "send", lambda messages, now: [])
     sweeper = Sweeper(rt.store, rt.queue, rt.settings)
 
@@ -72,10 +76,14 @@ def test_running_execution_past_its_lease_is_reaped_into_a_retry_then_dead(
 
     # And a second worker that also dies leaves it dead with reason lease_expired
     second = lifecycle.claim(after, clock.advance(10), timedelta(seconds=40))
-    assert rt.store.transition(second, expect_state=after.state, expect_token=1, sweep_at=second.lease_expires_at)
+    assert rt.store.transition(
+        second, expect_state=after.state, expect_token=1, sweep_at=second.lease_expires_at
+    )
     sweeper.sweep(clock.advance(41))
     final = rt.store.get_execution(execution.id, consistent=True)
-    assert final is not None and final.state is ExecutionState.DEAD and final.reason == "lease_expired"
+    assert (
+        final is not None and final.state is ExecutionState.DEAD and final.reason == "lease_expired"
+    )
     assert [a.attempt for a in final.attempts] == [1, 2]
 
 
@@ -86,14 +94,20 @@ def test_zombie_result_is_rejected_and_the_newer_attempt_stands(
     execution = _submit_now(rt, clock, monkeypatch, send=True)
     first = lifecycle.claim(execution, clock.now(), timedelta(seconds=5))
     assert rt.store.transition(first, expect_state=execution.state, expect_token=0, sweep_at=None)
-    failed = lifecycle.complete(first, clock.advance(6), AttemptResult(Outcome.FAILED, error="lease"))
-    assert rt.store.transition(failed, expect_state=ExecutionState.RUNNING, expect_token=1, sweep_at=None)
+    failed = lifecycle.complete(
+        first, clock.advance(6), AttemptResult(Outcome.FAILED, error="lease")
+    )
+    assert rt.store.transition(
+        failed, expect_state=ExecutionState.RUNNING, expect_token=1, sweep_at=None
+    )
     second = lifecycle.claim(failed, clock.advance(5), timedelta(seconds=5))
     assert rt.store.transition(second, expect_state=failed.state, expect_token=1, sweep_at=None)
 
     # When the zombie attempt 1 finally reports success
     zombie = lifecycle.complete(first, clock.advance(1), AttemptResult(Outcome.SUCCEEDED))
-    accepted = rt.store.transition(zombie, expect_state=ExecutionState.RUNNING, expect_token=1, sweep_at=None)
+    accepted = rt.store.transition(
+        zombie, expect_state=ExecutionState.RUNNING, expect_token=1, sweep_at=None
+    )
 
     # Then it is rejected and attempt 2 still owns the execution
     assert not accepted

@@ -7,13 +7,13 @@ from datetime import timedelta
 
 import boto3
 import pytest
-
 from cronwheel.clock import ManualClock
 from cronwheel.domain.model import ExecutionState, HttpTarget, Priority, RetryPolicy
 from cronwheel.runtime import Runtime
 from cronwheel.services.jobs import JobRequest, JobService
 from cronwheel.services.tick import Tick
 from cronwheel.store.store import ExecutionQuery, LeaseLost
+
 from tests.integration.conftest import ACME, T0
 
 
@@ -57,7 +57,9 @@ def no_delay(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("cronwheel.dispatch_queue.delay_for", lambda due_at, now: 0)
 
 
-def test_paused_tick_writes_nothing_after_takeover(rt: Runtime, clock: ManualClock, no_delay: None) -> None:
+def test_paused_tick_writes_nothing_after_takeover(
+    rt: Runtime, clock: ManualClock, no_delay: None
+) -> None:
     # Given 30 jobs due in two minutes, spread over the shards
     execution_ids = _submit_far_jobs(rt, 30, due_in_s=120)
     now = clock.advance(90)  # within the 60 s lookahead of their due time
@@ -100,7 +102,9 @@ def test_a_live_lease_keeps_a_second_tick_out(rt: Runtime, clock: ManualClock) -
     assert report.lease_busy and report.fired == []
 
 
-def test_two_ticks_in_turn_fire_each_job_once(rt: Runtime, clock: ManualClock, no_delay: None) -> None:
+def test_two_ticks_in_turn_fire_each_job_once(
+    rt: Runtime, clock: ManualClock, no_delay: None
+) -> None:
     # Given jobs due soon, and ticks of two owners running one after the other
     execution_ids = _submit_far_jobs(rt, 12, due_in_s=100)
     now = clock.advance(60)

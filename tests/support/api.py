@@ -23,7 +23,9 @@ class Api:
         headers = {"Content-Type": "application/json"}
         if self.key:
             headers["Authorization"] = f"Bearer {self.key}"
-        request = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
+        request = urllib.request.Request(
+            self.base_url + path, data=data, method=method, headers=headers
+        )
         try:
             with urllib.request.urlopen(request, timeout=30) as response:
                 text = response.read()

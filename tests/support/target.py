@@ -46,7 +46,9 @@ class RecordingTarget:
 
     def calls_for(self, execution_id: str) -> list[Call]:
         with self._lock:
-            return [c for c in self.calls if c.headers.get("X-Cronwheel-Execution-Id") == execution_id]
+            return [
+                c for c in self.calls if c.headers.get("X-Cronwheel-Execution-Id") == execution_id
+            ]
 
     def _status_for(self, path: str, execution_id: str) -> int:
         parts = path.strip("/").split("/")
@@ -70,7 +72,9 @@ class RecordingTarget:
                 call = Call(self.path, dict(self.headers.items()), body, time.time())
                 with target._lock:
                     target.calls.append(call)
-                status = target._status_for(self.path, call.headers.get("X-Cronwheel-Execution-Id", ""))
+                status = target._status_for(
+                    self.path, call.headers.get("X-Cronwheel-Execution-Id", "")
+                )
                 answer = json.dumps({"status": status}).encode()
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(answer)))

@@ -548,7 +548,9 @@ def fake_stack(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
     ("argv", "expected"),
     [
         pytest.param(
-            ["local"], {"host": "127.0.0.1", "port": 8080, "config_path": None, "demo": False}, id="defaults"
+            ["local"],
+            {"host": "127.0.0.1", "port": 8080, "config_path": None, "demo": False},
+            id="defaults",
         ),
         pytest.param(
             ["local", "--host", "0.0.0.0", "--port", "9090", "--config", "dev.json"],

@@ -6,7 +6,6 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
-
 from cronwheel.domain import lifecycle
 from cronwheel.domain.delivery import build_delivery
 from cronwheel.domain.ids import execution_id, shard_of
@@ -78,7 +77,7 @@ def test_claim_increments_attempt_and_fencing_token_and_sets_a_lease() -> None:
 
 def test_failure_with_attempts_left_schedules_a_retry_then_dead_after_the_last() -> None:
     execution = _execution()
-    for attempt in (1, 2):
+    for _ in (1, 2):
         execution = lifecycle.claim(execution, T0, timedelta(seconds=60))
         execution = lifecycle.complete(
             execution, T0, AttemptResult(Outcome.FAILED, http_status=500, error="HTTP 500")
@@ -89,11 +88,17 @@ def test_failure_with_attempts_left_schedules_a_retry_then_dead_after_the_last()
     execution = lifecycle.complete(execution, T0, AttemptResult(Outcome.TIMEOUT, error="timeout"))
     assert execution.state is ExecutionState.DEAD
     assert execution.reason == "max_attempts_exhausted: timeout"
-    assert [a.outcome for a in execution.attempts] == [Outcome.FAILED, Outcome.FAILED, Outcome.TIMEOUT]
+    assert [a.outcome for a in execution.attempts] == [
+        Outcome.FAILED,
+        Outcome.FAILED,
+        Outcome.TIMEOUT,
+    ]
 
 
 def test_execution_ids_are_derived_from_the_occurrence() -> None:
-    assert execution_id("sch_1", T0, Trigger.SCHEDULE) == execution_id("sch_1", T0, Trigger.SCHEDULE)
+    assert execution_id("sch_1", T0, Trigger.SCHEDULE) == execution_id(
+        "sch_1", T0, Trigger.SCHEDULE
+    )
     assert execution_id("sch_1", T0, Trigger.SCHEDULE) != execution_id("sch_1", T0, Trigger.MANUAL)
     assert execution_id("sch_1", T0, Trigger.SCHEDULE) != execution_id(
         "sch_1", T0 + timedelta(minutes=1), Trigger.SCHEDULE
@@ -120,14 +125,21 @@ def test_delivery_carries_the_contract_headers() -> None:
     assert delivery.headers["Idempotency-Key"] == "ex_1"
     assert delivery.headers["X-Cronwheel-Fencing-Token"] == "1"
     assert delivery.headers["X-Cronwheel-Timestamp"] == str(int(T0.timestamp()))
-    assert verify(["secret"], delivery.headers["X-Cronwheel-Timestamp"], delivery.body, delivery.headers["X-Cronwheel-Signature"])
+    assert verify(
+        ["secret"],
+        delivery.headers["X-Cronwheel-Timestamp"],
+        delivery.body,
+        delivery.headers["X-Cronwheel-Signature"],
+    )
 
 
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
         pytest.param("2026-09-26T11:00:00+02:00", "2026-09-26T09:00:00Z", id="offset_normalised"),
-        pytest.param("2026-09-26T09:00:00.250Z", "2026-09-26T09:00:00.250Z", id="milliseconds_kept"),
+        pytest.param(
+            "2026-09-26T09:00:00.250Z", "2026-09-26T09:00:00.250Z", id="milliseconds_kept"
+        ),
         pytest.param("2026-09-26t09:00:00z", "2026-09-26T09:00:00Z", id="lowercase"),
     ],
 )

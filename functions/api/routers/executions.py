@@ -4,7 +4,6 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-
 from cronwheel.domain.instants import parse_instant
 from cronwheel.domain.model import ExecutionState
 from cronwheel.runtime import runtime
@@ -46,6 +45,4 @@ def list_executions(
 
 @router.get("/v1/executions/<execution_id>")
 def get_execution(execution_id: Annotated[str, Path(max_length=128)]) -> ExecutionOut:
-    return execution_out(
-        executions.get_execution(runtime().store, principal(router), execution_id)
-    )
+    return execution_out(executions.get_execution(runtime().store, principal(router), execution_id))

@@ -6,7 +6,6 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
-
 from cronwheel.domain.model import HttpTarget, RetryPolicy, SqsTarget, Target
 from cronwheel.errors import InvalidArgument
 from cronwheel.runtime import runtime
@@ -17,7 +16,13 @@ from ..presenters import job_out
 from ..schemas import ErrorOut, HttpTargetIn, JobIn, JobOut, SqsTargetIn
 
 router = APIGatewayRouter()
-ERRORS = {code: {"description": "error", "content": {"application/json": {"schema": ErrorOut.model_json_schema()}}} for code in (400, 401, 403, 404, 409, 413)}
+ERRORS = {
+    code: {
+        "description": "error",
+        "content": {"application/json": {"schema": ErrorOut.model_json_schema()}},
+    }
+    for code in (400, 401, 403, 404, 409, 413)
+}
 
 # Long and callback jobs run under Step Functions, which is not built yet.
 MAX_INLINE_TIMEOUT_S = 840
@@ -46,7 +51,14 @@ def _service() -> JobService:
     return JobService(rt.store, rt.queue, rt.settings)
 
 
-@router.post("/v1/jobs", responses={201: {"description": "created"}, 200: {"description": "same idempotency_key and body: the original job"}, **ERRORS})
+@router.post(
+    "/v1/jobs",
+    responses={
+        201: {"description": "created"},
+        200: {"description": "same idempotency_key and body: the original job"},
+        **ERRORS,
+    },
+)
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[JobOut]:
     rt = runtime()
     request = JobRequest(

@@ -1,3 +1,4 @@
+# mypy: disable-error-code="no-untyped-call"
 """PynamoDB models of the tables in `tables.py`. Table names are bound at runtime by `bind`."""
 
 from __future__ import annotations

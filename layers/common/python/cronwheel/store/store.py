@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -12,6 +13,7 @@ from typing import Any
 
 from pynamodb.connection import Connection
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
+from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
 
 from cronwheel.domain.ids import shard_of
@@ -222,7 +224,7 @@ class Store:
 
     def list_executions(self, query: ExecutionQuery) -> Page:
         """Newest first (by `scheduled_for`), scoped to the tenant, using the tightest index."""
-        range_condition = None
+        range_condition: Condition | None = None
         if query.since and query.until:
             range_condition = ExecutionItem.scheduled_for.between(query.since, query.until)
         elif query.since:
@@ -333,13 +335,12 @@ class Store:
         return Lease(name, owner, epoch, expires)
 
     def release_lease(self, lease: Lease, now: datetime) -> None:
-        try:
+        # Already taken over means there is nothing of ours to release.
+        with contextlib.suppress(UpdateError):
             LeaseItem(name=lease.name).update(
                 actions=[LeaseItem.expires_at.set(now)],
                 condition=(LeaseItem.epoch == lease.epoch) & (LeaseItem.owner == lease.owner),
             )
-        except UpdateError:
-            pass  # already taken over: nothing of ours to release
 
     def _lease_check(self, tx: TransactWrite, lease: Lease) -> None:
         tx.condition_check(
