@@ -20,8 +20,8 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parents[1])]
 
 import botocore.endpoint  # noqa: E402
-from cronwheel.domain.instants import format_instant  # noqa: E402
 
+from cronwheel.domain.instants import format_instant  # noqa: E402
 from cronwheel_local.config import parse_config  # noqa: E402
 from cronwheel_local.stack import LocalStack  # noqa: E402
 from tests.support.api import Api  # noqa: E402
@@ -68,6 +68,8 @@ class BurstResult:
     lags_s: list[float]
     throughput_per_s: float
     requests: Counter[str]
+    submit_s: float
+    submitted_states: Counter[str]
 
     @property
     def duplicates(self) -> int:
@@ -88,8 +90,10 @@ def run_burst(
     }
     before = len(target.calls)
     with RequestCounter() as counter:
+        submit_started = time.monotonic()
         with ThreadPoolExecutor(max_workers=8) as pool:
             answers = list(pool.map(lambda _: api.post("/v1/jobs", body), range(jobs)))
+        submit_s = time.monotonic() - submit_started
         failed = [a for a in answers if a[0] != 201]
         if failed:
             raise RuntimeError(f"{len(failed)} submissions failed, e.g. {failed[0]}")
@@ -117,6 +121,8 @@ def run_burst(
         lags_s=lags,
         throughput_per_s=len(first_by_execution) / span if span > 0 else float("nan"),
         requests=counter.counts,
+        submit_s=submit_s,
+        submitted_states=Counter(job["state"] for _, job in answers),
     )
 
 
@@ -136,6 +142,9 @@ def main() -> None:
     )
     print(
         f"  executions run        {result.executions_called} / {result.jobs}  (duplicates: {result.duplicates})"
+    )
+    print(
+        f"  submitting took       {result.submit_s:8.1f} s  (states: {dict(result.submitted_states)})"
     )
     print(f"  fire lag p50          {result.percentile(50) * 1000:8.0f} ms")
     print(f"  fire lag p99          {result.percentile(99) * 1000:8.0f} ms")

@@ -34,6 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "layers" / "common"
 
 from croniter import croniter
 from cronsim import CronSim
+
 from cronwheel.domain.cron import compile_recurrence
 
 ZONES = ["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe"]

@@ -19,6 +19,7 @@ from types import FrameType
 from typing import Any
 
 import boto3
+
 from cronwheel.domain.ids import hash_api_key
 from cronwheel.domain.model import Tenant
 from cronwheel.runtime import reset_runtime, runtime
@@ -27,7 +28,7 @@ from cronwheel.settings import Settings
 from .config import LocalConfig, config_document, development_config, load_config
 from .gateway import Gateway
 from .provision import create_queues, create_tables, table_names
-from .workers import SqsPoller, Timer
+from .workers import SqsEventSource, Timer
 
 REGION = "us-east-1"
 PREFIX = "cronwheel-local"
@@ -142,16 +143,9 @@ class LocalStack:
                 self._stop,
             ),
         ]
-        self._threads += [
-            SqsPoller(
-                f"cronwheel-dispatch-{i}",
-                sqs,
-                queue_urls["dispatch"],
-                dispatch_fn.handler,
-                self._stop,
-            )
-            for i in range(self.config.dispatchers)
-        ]
+        self._threads += SqsEventSource(
+            sqs, queue_urls["dispatch"], dispatch_fn.handler, self.config.dispatchers, self._stop
+        ).threads
         for thread in self._threads:
             thread.start()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -44,46 +45,70 @@ class Timer(threading.Thread):
                     log.exception("%s invocation failed", self.name)
 
 
-class SqsPoller(threading.Thread):
-    """Long-polls the queue and hands batches to the dispatch handler, as Lambda's SQS event
-    source does: successes are deleted, reported failures become visible again."""
+class SqsEventSource:
+    """Lambda's SQS event source, emulated: one poller receives batches of up to 10 and hands
+    them to `concurrency` workers, each invoking the dispatch handler; successes are deleted,
+    reported failures become visible again after a short while."""
 
     def __init__(
-        self, name: str, sqs: Any, queue_url: str, handler: Handler, stop: threading.Event
+        self, sqs: Any, queue_url: str, handler: Handler, concurrency: int, stop: threading.Event
     ) -> None:
-        super().__init__(name=name, daemon=True)
         self._sqs = sqs
         self._queue_url = queue_url
         self._handler = handler
         self._stopping = stop
+        self._batches: queue.Queue[list[dict[str, Any]]] = queue.Queue(maxsize=concurrency)
         self._arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
             "Attributes"
         ]["QueueArn"]
+        self.threads = [
+            threading.Thread(target=self._poll, name="cronwheel-sqs-poller", daemon=True)
+        ]
+        self.threads += [
+            threading.Thread(target=self._work, name=f"cronwheel-dispatch-{n}", daemon=True)
+            for n in range(concurrency)
+        ]
 
-    def run(self) -> None:
+    def _poll(self) -> None:
         while not self._stopping.is_set():
             try:
-                self._poll_once()
+                messages = self._sqs.receive_message(
+                    QueueUrl=self._queue_url,
+                    MaxNumberOfMessages=10,
+                    # No long poll: the emulator serves one request at a time.
+                    WaitTimeSeconds=0,
+                    AttributeNames=["All"],
+                    MessageAttributeNames=["All"],
+                ).get("Messages", [])
             except Exception:
                 log.exception("dispatch poll failed")
                 self._stopping.wait(1)
+                continue
+            if not messages:
+                self._stopping.wait(IDLE_POLL_S)
+                continue
+            while not self._stopping.is_set():
+                try:
+                    self._batches.put(messages, timeout=0.5)
+                    break
+                except queue.Full:
+                    continue
 
-    def _poll_once(self) -> None:
-        response = self._sqs.receive_message(
-            QueueUrl=self._queue_url,
-            MaxNumberOfMessages=10,
-            # No long poll: the emulator serves one request at a time, so a poll must not wait.
-            WaitTimeSeconds=0,
-            AttributeNames=["All"],
-            MessageAttributeNames=["All"],
-        )
-        messages = response.get("Messages", [])
-        if not messages:
-            self._stopping.wait(IDLE_POLL_S)
-            return
+    def _work(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                messages = self._batches.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            try:
+                self._deliver(messages)
+            except Exception:
+                log.exception("dispatch delivery failed")
+
+    def _deliver(self, messages: list[dict[str, Any]]) -> None:
         event = {"Records": [self._record(m) for m in messages]}
         try:
-            result = self._handler(event, LocalContext(self.name))
+            result = self._handler(event, LocalContext("cronwheel-dispatch"))
             failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
         except Exception:
             log.exception("dispatch handler failed")

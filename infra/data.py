@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from constructs import Construct
-from cronwheel.store.tables import ALL_TABLES, EXECUTIONS, Key, TableSpec
 
+from cronwheel.store.tables import ALL_TABLES, EXECUTIONS, Key, TableSpec
 from infra.config import StageSettings
 
 _ATTRIBUTE_TYPES = {

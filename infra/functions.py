@@ -19,6 +19,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_lambda_event_sources as event_sources
 from aws_cdk import aws_logs as logs
 from constructs import Construct
+
 from cronwheel import metric_names
 from cronwheel.settings import Settings
 from cronwheel.store.tables import (
@@ -32,7 +33,6 @@ from cronwheel.store.tables import (
     TENANTS,
     TableSpec,
 )
-
 from infra.config import StageSettings
 from infra.data import Data
 from infra.layers import ARCHITECTURE, RUNTIME, Layers

@@ -19,8 +19,8 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from cronwheel import metric_names as names
 
+from cronwheel import metric_names as names
 from infra.config import StageSettings
 from infra.functions import SERVICE_NAME, Functions
 

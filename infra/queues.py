@@ -5,8 +5,8 @@ from __future__ import annotations
 from aws_cdk import Duration
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
-from cronwheel.store.queues import ALL_QUEUES, DISPATCH, QueueSpec
 
+from cronwheel.store.queues import ALL_QUEUES, DISPATCH, QueueSpec
 from infra.config import StageSettings
 
 # SQS keeps a message at most 14 days; a dead letter must outlive its investigation.

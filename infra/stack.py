@@ -6,8 +6,8 @@ from typing import Any
 
 from aws_cdk import CfnOutput, Environment, Stack, Tags
 from constructs import Construct
-from cronwheel.store.queues import DISPATCH
 
+from cronwheel.store.queues import DISPATCH
 from infra.api import Api
 from infra.archive import HistoryArchive
 from infra.config import StageSettings

@@ -6,6 +6,7 @@ from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from cronwheel.errors import Unauthenticated
 from cronwheel.runtime import runtime
 from cronwheel.services.auth import authenticate

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter
+
 from cronwheel.domain.model import Principal, Role
 from cronwheel.errors import Unauthenticated
 

@@ -6,10 +6,11 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
+
 from cronwheel.domain.instants import parse_instant
 from cronwheel.domain.model import Backoff, Priority
 from cronwheel.errors import InvalidArgument
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 MAX_HEADERS = 50
 MAX_LABELS = 50

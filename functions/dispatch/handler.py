@@ -12,7 +12,9 @@ from aws_lambda_powertools.utilities.batch import (
 )
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
 from cronwheel.dispatch_queue import DispatchMessage
+from cronwheel.observability import TenantMetrics
 from cronwheel.runtime import runtime
 from cronwheel.services.dispatch import Dispatcher
 
@@ -45,8 +47,13 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         [m for m in (_parse(r["body"]) for r in event.get("Records", [])) if m is not None]
     )
 
+    metrics = TenantMetrics()
+
     def handle(record: SQSRecord) -> None:
         outcome = dispatcher.handle(DispatchMessage.from_json(record.body), prefetched)
+        if outcome.attempt_ended:
+            assert outcome.tenant is not None and outcome.state is not None
+            metrics.attempt_ended(outcome.tenant, outcome.state, outcome.attempt, outcome.lag_ms)
         logger.info(
             "dispatched",
             extra={
@@ -58,4 +65,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             },
         )
 
-    return process_partial_response(event, handle, processor, context)
+    try:
+        return process_partial_response(event, handle, processor, context)
+    finally:
+        metrics.flush()

@@ -10,6 +10,9 @@ from typing import Any
 import boto3
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from cronwheel import metric_names
+from cronwheel.observability import TenantMetrics
 from cronwheel.runtime import runtime
 from cronwheel.services.tick import Tick
 
@@ -35,6 +38,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     shard = int(event["shard"])
     owner = f"{context.aws_request_id}:{uuid.uuid4().hex[:8]}"
     report = Tick(rt.store, rt.queue, rt.settings, shard, owner).run(rt.clock.now())
+    if report.took_over:
+        metrics = TenantMetrics()
+        metrics.count_stage(metric_names.LEASE_TAKEOVERS)
+        metrics.flush()
     logger.info(
         "tick done",
         extra={

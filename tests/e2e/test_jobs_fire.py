@@ -8,7 +8,6 @@ from typing import Any
 
 from cronwheel.domain.instants import format_instant, parse_instant
 from cronwheel.domain.signing import verify
-
 from tests.e2e.conftest import ACME_SECRET
 from tests.support.api import Api
 from tests.support.target import RecordingTarget, wait_for

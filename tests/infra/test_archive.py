@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from cronwheel.store.tables import EXECUTIONS
 
+from cronwheel.store.tables import EXECUTIONS
 from infra.archive import TTL_REMOVE_PATTERN
 from tests.infra.template_helpers import (
     as_list,

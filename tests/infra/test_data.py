@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cronwheel.store.tables import ALL_TABLES, EXECUTIONS, Key, TableSpec
 
+from cronwheel.store.tables import ALL_TABLES, EXECUTIONS, Key, TableSpec
 from tests.infra.template_helpers import function_named, ref_or_att, resources
 
 pytestmark = pytest.mark.infra

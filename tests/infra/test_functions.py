@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cronwheel.store.tables import ALL_TABLES
 
+from cronwheel.store.tables import ALL_TABLES
 from infra.functions import ALL_FUNCTIONS
 from tests.infra.template_helpers import (
     as_list,

@@ -6,8 +6,8 @@ import json
 from typing import Any
 
 import pytest
-from cronwheel import metric_names as names
 
+from cronwheel import metric_names as names
 from tests.infra.template_helpers import ref_or_att, resources
 
 pytestmark = pytest.mark.infra

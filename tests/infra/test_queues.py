@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from cronwheel.store.queues import DISPATCH
 
+from cronwheel.store.queues import DISPATCH
 from tests.infra.template_helpers import function_named, ref_or_att, resources
 
 pytestmark = pytest.mark.infra

@@ -7,12 +7,12 @@ from datetime import UTC, datetime
 
 import boto3
 import pytest
+from moto import mock_aws
+
 from cronwheel.clock import ManualClock
 from cronwheel.domain.model import Principal, Role, Tenant
 from cronwheel.runtime import Runtime
 from cronwheel.settings import Settings
-from moto import mock_aws
-
 from cronwheel_local.provision import create_queues, create_tables, table_names
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+
 from cronwheel.clock import ManualClock
 from cronwheel.domain import lifecycle
 from cronwheel.domain.lifecycle import AttemptResult
@@ -13,7 +14,6 @@ from cronwheel.domain.model import ExecutionState, HttpTarget, Outcome, Priority
 from cronwheel.runtime import Runtime
 from cronwheel.services.jobs import JobRequest, JobService
 from cronwheel.services.sweeper import Sweeper
-
 from tests.integration.conftest import ACME
 
 

@@ -7,13 +7,13 @@ from datetime import timedelta
 
 import boto3
 import pytest
+
 from cronwheel.clock import ManualClock
 from cronwheel.domain.model import ExecutionState, HttpTarget, Priority, RetryPolicy
 from cronwheel.runtime import Runtime
 from cronwheel.services.jobs import JobRequest, JobService
 from cronwheel.services.tick import Tick
 from cronwheel.store.store import ExecutionQuery, LeaseLost
-
 from tests.integration.conftest import ACME, T0
 
 
@@ -76,6 +76,7 @@ def test_paused_tick_writes_nothing_after_takeover(
         tick_b = Tick(rt.store, rt.queue, rt.settings, shard, owner="tick-b")
         report_b = tick_b.run(later)
         assert report_b.epoch == lease_a.epoch + 1
+        assert report_b.took_over
         assert {i.id for i in report_b.fired} == {i.id for i in items_a}
 
         # Then paused tick A's writes are rejected: it learns it lost the lease

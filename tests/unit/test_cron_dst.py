@@ -13,9 +13,10 @@ from itertools import pairwise, takewhile
 from zoneinfo import ZoneInfo
 
 import pytest
-from cronwheel.domain.cron import Recurrence, compile_recurrence
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from cronwheel.domain.cron import Recurrence, compile_recurrence
 
 
 def z(text: str) -> datetime:

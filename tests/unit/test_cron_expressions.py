@@ -7,9 +7,10 @@ from itertools import islice
 
 import pytest
 from cronsim import CronSim, CronSimError
-from cronwheel.domain.cron import compile_recurrence
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+
+from cronwheel.domain.cron import compile_recurrence
 
 AFTER = datetime(2025, 1, 1, tzinfo=UTC)
 

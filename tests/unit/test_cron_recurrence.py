@@ -7,6 +7,7 @@ from itertools import islice
 from typing import Any
 
 import pytest
+
 from cronwheel.domain.cron import (
     MAX_JITTER_S,
     ScheduleExpressionError,

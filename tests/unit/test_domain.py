@@ -6,6 +6,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+
 from cronwheel.domain import lifecycle
 from cronwheel.domain.delivery import build_delivery
 from cronwheel.domain.ids import execution_id, shard_of

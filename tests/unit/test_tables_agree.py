@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+
 from cronwheel.store.models import ALL_MODELS
 from cronwheel.store.tables import ALL_TABLES, TableSpec
-
 from cronwheel_local.provision import create_table_request
 
 

@@ -4,6 +4,7 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
 from cronwheel.domain.instants import parse_instant
 from cronwheel.domain.model import ExecutionState
 from cronwheel.runtime import runtime

@@ -6,6 +6,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
+
 from cronwheel.domain.model import HttpTarget, RetryPolicy, SqsTarget, Target
 from cronwheel.errors import InvalidArgument
 from cronwheel.runtime import runtime

@@ -37,6 +37,11 @@ class DispatchOutcome:
     state: ExecutionState | None
     lag_ms: int | None = None
     note: str = ""
+    attempt: int = 0
+
+    @property
+    def attempt_ended(self) -> bool:
+        return self.tenant is not None and self.state is not None and self.attempt > 0
 
 
 class Dispatcher:
@@ -104,7 +109,9 @@ class Dispatcher:
         finished = lifecycle.complete(running, self._clock.now(), result)
         if not self._record(running, finished):
             return DispatchOutcome(execution.id, execution.tenant, None, lag_ms, note="fenced out")
-        return DispatchOutcome(execution.id, execution.tenant, finished.state, lag_ms)
+        return DispatchOutcome(
+            execution.id, execution.tenant, finished.state, lag_ms, attempt=running.attempt
+        )
 
     def _record(self, running: Execution, finished: Execution) -> bool:
         return record_attempt_end(

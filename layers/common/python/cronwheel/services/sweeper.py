@@ -26,6 +26,8 @@ class SweepReport:
     requeued: list[str] = field(default_factory=list)
     reaped: list[str] = field(default_factory=list)
     cleared: list[str] = field(default_factory=list)
+    # (tenant, state, attempt) of each attempt the sweeper ended
+    ended: list[tuple[str, ExecutionState, int]] = field(default_factory=list)
 
 
 class Sweeper:
@@ -42,7 +44,12 @@ class Sweeper:
         return report
 
     def _sweep_one(self, execution: Execution, now: datetime, report: SweepReport) -> None:
-        if execution.state.is_claimable:
+        if execution.state is ExecutionState.SCHEDULED:
+            # Its tick never came (or its job item was never written): queue it from here.
+            self._requeue(
+                replace(execution, state=ExecutionState.QUEUED), now, report, execution.state
+            )
+        elif execution.state.is_claimable:
             self._requeue(execution, now, report)
         elif execution.state is ExecutionState.RUNNING:
             if execution.lease_expires_at is not None and execution.lease_expires_at <= now:
@@ -57,14 +64,20 @@ class Sweeper:
             ):
                 report.cleared.append(execution.id)
 
-    def _requeue(self, execution: Execution, now: datetime, report: SweepReport) -> None:
+    def _requeue(
+        self,
+        execution: Execution,
+        now: datetime,
+        report: SweepReport,
+        previous_state: ExecutionState | None = None,
+    ) -> None:
         due = execution.next_due_at
         grace = timedelta(seconds=self._settings.delivery_grace_s)
         within_reach = (due - now).total_seconds() <= MAX_DELAY_S
         sweep_at = max(due, now) + grace if within_reach else due - timedelta(seconds=MAX_DELAY_S)
         if not self._store.transition(
             execution,
-            expect_state=execution.state,
+            expect_state=previous_state or execution.state,
             expect_token=execution.fencing_token,
             sweep_at=sweep_at,
         ):
@@ -89,3 +102,4 @@ class Sweeper:
             now=now,
         ):
             report.reaped.append(execution.id)
+            report.ended.append((execution.tenant, finished.state, execution.attempt))

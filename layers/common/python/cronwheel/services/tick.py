@@ -24,6 +24,7 @@ class TickReport:
     fired: list[DueItem] = field(default_factory=list)
     lease_lost: bool = False
     lease_busy: bool = False
+    took_over: bool = False
 
 
 def lease_name(shard: int) -> str:
@@ -75,6 +76,7 @@ class Tick:
             report.lease_busy = True
             return report
         report.epoch = lease.epoch
+        report.took_over = lease.took_over
         try:
             for _ in range(MAX_PAGES):
                 items = self.collect(now)

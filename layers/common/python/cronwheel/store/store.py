@@ -50,6 +50,7 @@ class Lease:
     owner: str
     epoch: int
     expires_at: datetime
+    took_over: bool = False  # from a holder that never released it (crashed or paused)
 
 
 @dataclass(frozen=True)
@@ -157,31 +158,36 @@ class Store:
         body_hash: str | None,
         now: datetime,
     ) -> None:
-        """Write job, execution and idempotency record at once, or nothing.
+        """Write the job and its execution; with an idempotency key, atomically with its record.
 
         A job whose execution is still `scheduled` waits in the due index; one already `queued`
-        is left to its message, with a sweep time in case the message never gets sent.
+        is left to its message. Either way the execution carries a sweep time, so the sweeper
+        finds it if its message or its tick never comes.
         """
         job_item = codec.job_to_item(job)
         if execution.state is ExecutionState.SCHEDULED:
             job_item.due_shard = shard_of(job.id, self._settings.shards)
             job_item.next_run_at = job.run_at
         execution_item = self._with_sweep(codec.execution_to_item(execution))
+        if job.idempotency_key is None or body_hash is None:
+            # Fresh ids cannot collide, so no transaction is needed: the execution goes first,
+            # and should the job item never follow, the sweeper still runs the execution.
+            execution_item.save()
+            job_item.save()
+            return
+        record = IdempotencyItem(
+            key=_idempotency_pk(job.tenant, job.idempotency_key),
+            tenant=job.tenant,
+            body_hash=body_hash,
+            job_id=job.id,
+            created_at=now,
+            expires_at=now + IDEMPOTENCY_WINDOW,
+        )
         with TransactWrite(connection=self._connection) as tx:
-            if job.idempotency_key is not None and body_hash is not None:
-                record = IdempotencyItem(
-                    key=_idempotency_pk(job.tenant, job.idempotency_key),
-                    tenant=job.tenant,
-                    body_hash=body_hash,
-                    job_id=job.id,
-                    created_at=now,
-                    expires_at=now + IDEMPOTENCY_WINDOW,
-                )
-                tx.save(
-                    record,
-                    condition=IdempotencyItem.key.does_not_exist()
-                    | (IdempotencyItem.expires_at < now),
-                )
+            tx.save(
+                record,
+                condition=IdempotencyItem.key.does_not_exist() | (IdempotencyItem.expires_at < now),
+            )
             tx.save(job_item, condition=ScheduleItem.id.does_not_exist())
             tx.save(execution_item, condition=ExecutionItem.id.does_not_exist())
 
@@ -294,10 +300,9 @@ class Store:
         return True
 
     def _with_sweep(self, item: ExecutionItem) -> ExecutionItem:
-        """A queued execution is looked at again if its message never arrives."""
-        if item.state == ExecutionState.QUEUED.value:
-            item.sweep_shard = shard_of(item.id, self._settings.shards)
-            item.sweep_at = item.due_at + timedelta(seconds=self._settings.delivery_grace_s)
+        """A new execution is looked at again if its message (or its tick) never comes."""
+        item.sweep_shard = shard_of(item.id, self._settings.shards)
+        item.sweep_at = item.due_at + timedelta(seconds=self._settings.delivery_grace_s)
         return item
 
     def sweep_candidates(self, shard: int, now: datetime, limit: int) -> list[Execution]:
@@ -321,6 +326,7 @@ class Store:
         if current.owner != owner and current.expires_at > now:
             return None
         epoch = int(current.epoch) + (0 if current.owner == owner else 1)
+        took_over = current.owner not in ("", owner)
         try:
             current.update(
                 actions=[
@@ -332,13 +338,13 @@ class Store:
             )
         except UpdateError:
             return None
-        return Lease(name, owner, epoch, expires)
+        return Lease(name, owner, epoch, expires, took_over)
 
     def release_lease(self, lease: Lease, now: datetime) -> None:
         # Already taken over means there is nothing of ours to release.
         with contextlib.suppress(UpdateError):
             LeaseItem(name=lease.name).update(
-                actions=[LeaseItem.expires_at.set(now)],
+                actions=[LeaseItem.expires_at.set(now), LeaseItem.owner.set("")],
                 condition=(LeaseItem.epoch == lease.epoch) & (LeaseItem.owner == lease.owner),
             )
 
