@@ -15,6 +15,7 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from cronwheel_local.client import ApiClient, ApiError, ApiUnreachableError, quote_id
@@ -29,6 +30,8 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 RETRY_FIELDS = ("max_attempts", "backoff", "initial_s", "max_s")
+PRIORITIES = ("high", "normal", "low")
+DEFAULT_RUN_COUNT = 5
 MAX_CELL = 60
 
 Answer = dict[str, Any]
@@ -77,6 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     groups = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_local(groups)
+    _add_schedules(groups, common)
+    _add_cron(groups, common)
     _add_jobs(groups, common)
     _add_executions(groups, common)
     return parser
@@ -183,6 +188,338 @@ def _run_local(args: argparse.Namespace) -> int:
     )
 
 
+# --- schedules ---------------------------------------------------------------------------------
+
+SCHEDULE_COLUMNS: list[Column] = [
+    ("ID", lambda s: s.get("id")),
+    ("NAME", lambda s: s.get("name")),
+    ("SCHEDULE", lambda s: _describe_when(s)),
+    ("TZ", lambda s: s.get("timezone")),
+    ("PAUSED", lambda s: s.get("paused")),
+    ("NEXT RUN", lambda s: s.get("next_run_at")),
+    ("LAST STATUS", lambda s: s.get("last_status")),
+]
+RUN_COLUMNS: list[Column] = [
+    ("SCHEDULED FOR (UTC)", lambda r: r.get("scheduled_for")),
+    ("LOCAL TIME", lambda r: r.get("local_time")),
+]
+
+
+def _add_schedules(
+    groups: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    schedules = groups.add_parser("schedules", help="recurring schedules", parents=[common])
+    actions = schedules.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    create = actions.add_parser(
+        "create", help="create a schedule (POST /v1/schedules)", parents=[common]
+    )
+    create.add_argument("name", metavar="NAME", help="unique per tenant, [A-Za-z0-9._-]")
+    _add_schedule_options(create, update=False)
+    _bind(create, _schedules_create, _show_schedule)
+
+    listing = actions.add_parser(
+        "list", help="list schedules (GET /v1/schedules)", parents=[common]
+    )
+    listing.add_argument("--paused", choices=("true", "false"), help="only paused or active ones")
+    listing.add_argument("--name-prefix", metavar="P", help="only names starting with P")
+    _add_page_options(listing)
+    _bind(listing, _schedules_list, _show_schedule_list)
+
+    get = actions.add_parser("get", help="show a schedule (GET /v1/schedules/ID)", parents=[common])
+    get.add_argument("id")
+    _bind(get, _schedules_get, _show_schedule)
+
+    update = actions.add_parser(
+        "update",
+        help="change some fields of a schedule (PATCH /v1/schedules/ID)",
+        description="Send only the flags given; the API keeps every other field.",
+        parents=[common],
+    )
+    update.add_argument("id")
+    update.add_argument(
+        "--if-match",
+        type=int,
+        metavar="VERSION",
+        help="refuse (412) unless the schedule is still at this version",
+    )
+    _add_schedule_options(update, update=True)
+    _bind(update, _schedules_update, _show_schedule)
+
+    delete = actions.add_parser(
+        "delete",
+        help="delete a schedule and cancel its pending executions (DELETE /v1/schedules/ID)",
+        parents=[common],
+    )
+    delete.add_argument("id")
+    _bind(delete, _schedules_delete, _show_deleted)
+
+    for verb, text in (("pause", "stop firing"), ("resume", "start firing again")):
+        action = actions.add_parser(
+            verb, help=f"{text} (POST /v1/schedules/ID:{verb})", parents=[common]
+        )
+        action.add_argument("id")
+        _bind(action, functools.partial(_schedules_custom, verb), _show_schedule)
+
+    trigger = actions.add_parser(
+        "trigger",
+        help="run a schedule now, once (POST /v1/schedules/ID:trigger)",
+        parents=[common],
+    )
+    trigger.add_argument("id")
+    _bind(trigger, functools.partial(_schedules_custom, "trigger"), _show_execution)
+
+    next_runs = actions.add_parser(
+        "next-runs",
+        help="the next fire times of a schedule (GET /v1/schedules/ID/next-runs)",
+        parents=[common],
+    )
+    next_runs.add_argument("id")
+    next_runs.add_argument(
+        "--count", type=int, default=DEFAULT_RUN_COUNT, metavar="N", help="1-100 (%(default)s)"
+    )
+    _bind(next_runs, _schedules_next_runs, _show_next_runs)
+
+
+def _add_schedule_options(parser: argparse.ArgumentParser, *, update: bool) -> None:
+    # create and update share every field; update makes all of them optional.
+    if update:
+        parser.add_argument("--name", help="rename the schedule")
+    when = parser.add_argument_group("when (one of --cron, --rate, --after)")
+    kind = when.add_mutually_exclusive_group(required=not update)
+    kind.add_argument("--cron", metavar="EXPR", help="5-field cron, @daily, Jenkins H, ...")
+    kind.add_argument("--rate", metavar="EXPR", help='e.g. "5 minutes" (at least 5 seconds)')
+    kind.add_argument(
+        "--after", metavar="SCHEDULE_ID", help="run each time that schedule's execution succeeds"
+    )
+    when.add_argument("--tz", metavar="ZONE", help="IANA time zone (API default UTC)")
+    when.add_argument("--start-at", metavar="I", help="no fire before this RFC 3339 instant")
+    when.add_argument("--end-at", metavar="I", help="no fire after this RFC 3339 instant")
+    _add_target_options(parser, required=not update)
+    parser.add_argument("--payload", type=_json_object, metavar="JSON", help="JSON object")
+    _add_retry_options(parser)
+    policy = parser.add_argument_group("policies (unset ones take the API defaults)")
+    policy.add_argument(
+        "--concurrency", choices=("forbid", "allow", "replace"), help="overlap of runs"
+    )
+    policy.add_argument(
+        "--misfire",
+        choices=("skip", "run_once", "catch_up"),
+        help="what to do with occurrences missed while firing was down",
+    )
+    policy.add_argument(
+        "--catch-up-limit", type=int, metavar="N", help="most occurrences catch_up runs"
+    )
+    policy.add_argument(
+        "--misfire-grace-s", type=int, metavar="N", help="lateness still treated as on time"
+    )
+    policy.add_argument(
+        "--jitter-s", type=_non_negative_int, metavar="N", help="0-3600, per occurrence"
+    )
+    policy.add_argument("--priority", choices=PRIORITIES)
+    if update:
+        parser.add_argument(
+            "--paused",
+            action=argparse.BooleanOptionalAction,
+            help="pause (--paused) or resume (--no-paused)",
+        )
+    else:
+        parser.add_argument("--paused", action="store_true", default=None, help="create it paused")
+    parser.add_argument("--description", metavar="TEXT")
+    parser.add_argument(
+        "--label", action="append", type=_key_value, metavar="K=V", help="label; repeatable"
+    )
+
+
+def _schedule_fields(args: argparse.Namespace) -> Answer:
+    fields = {
+        "cron": args.cron,
+        "rate": args.rate,
+        "after": args.after,
+        "timezone": args.tz,
+        "start_at": args.start_at,
+        "end_at": args.end_at,
+        "target": _optional_target(args),
+        "payload": args.payload,
+        "retry": _retry(args),
+        "concurrency": args.concurrency,
+        "misfire": args.misfire,
+        "catch_up_limit": args.catch_up_limit,
+        "misfire_grace_s": args.misfire_grace_s,
+        "jitter_s": args.jitter_s,
+        "priority": args.priority,
+        "paused": args.paused,
+        "description": args.description,
+        "labels": dict(args.label) if args.label else None,
+    }
+    return {key: value for key, value in fields.items() if value is not None}
+
+
+def _schedules_create(client: ApiClient, args: argparse.Namespace) -> Answer:
+    body: Answer = {"name": args.name, **_schedule_fields(args)}
+    return client.request("POST", "/v1/schedules", body=body)
+
+
+def _schedules_list(client: ApiClient, args: argparse.Namespace) -> Answer:
+    query = {"paused": args.paused, "name_prefix": args.name_prefix}
+    return _list(client, "/v1/schedules", query, args)
+
+
+def _schedules_get(client: ApiClient, args: argparse.Namespace) -> Answer:
+    return client.request("GET", f"/v1/schedules/{quote_id(args.id)}")
+
+
+def _schedules_update(client: ApiClient, args: argparse.Namespace) -> Answer:
+    body = _schedule_fields(args)
+    if args.name is not None:
+        body = {"name": args.name, **body}
+    if not body:
+        raise UsageError("nothing to update: pass at least one field flag (see --help)")
+    headers = {"If-Match": str(args.if_match)} if args.if_match is not None else None
+    return client.request("PATCH", f"/v1/schedules/{quote_id(args.id)}", body=body, headers=headers)
+
+
+def _schedules_delete(client: ApiClient, args: argparse.Namespace) -> Answer:
+    client.request("DELETE", f"/v1/schedules/{quote_id(args.id)}")
+    # 204 has no body; name what went so both the sentence and --json say it.
+    return {"id": args.id, "deleted": True}
+
+
+def _schedules_custom(verb: str, client: ApiClient, args: argparse.Namespace) -> Answer:
+    # The custom-method colon stays literal; only the id is escaped.
+    return client.request("POST", f"/v1/schedules/{quote_id(args.id)}:{verb}")
+
+
+def _schedules_next_runs(client: ApiClient, args: argparse.Namespace) -> Answer:
+    return client.request(
+        "GET", f"/v1/schedules/{quote_id(args.id)}/next-runs", query={"count": args.count}
+    )
+
+
+def _show_schedule_list(answer: Answer) -> None:
+    _print_list(answer, SCHEDULE_COLUMNS, empty="no schedules")
+
+
+def _show_schedule(schedule: Answer) -> None:
+    _print_fields(
+        [
+            ("ID", schedule.get("id")),
+            ("NAME", schedule.get("name")),
+            ("SCHEDULE", _describe_when(schedule)),
+            ("TIMEZONE", schedule.get("timezone")),
+            ("START AT", schedule.get("start_at")),
+            ("END AT", schedule.get("end_at")),
+            ("PAUSED", schedule.get("paused")),
+            ("NEXT RUN", schedule.get("next_run_at")),
+            ("LAST RUN", schedule.get("last_run_at")),
+            ("LAST STATUS", schedule.get("last_status")),
+            ("TARGET", _describe_target(schedule.get("target"))),
+            ("RETRY", schedule.get("retry")),
+            ("CONCURRENCY", schedule.get("concurrency")),
+            ("MISFIRE", schedule.get("misfire")),
+            ("PRIORITY", schedule.get("priority")),
+            ("DESCRIPTION", schedule.get("description")),
+            ("LABELS", schedule.get("labels")),
+            ("VERSION", schedule.get("version")),
+            ("CREATED", schedule.get("created_at")),
+            ("UPDATED", schedule.get("updated_at")),
+        ]
+    )
+
+
+def _show_deleted(answer: Answer) -> None:
+    print(f"deleted {answer.get('id')}")
+
+
+def _show_next_runs(answer: Answer) -> None:
+    _print_list(answer, RUN_COLUMNS, empty="no upcoming runs (paused or finished)")
+
+
+def _describe_when(schedule: Answer) -> str | None:
+    for kind in ("cron", "rate", "after"):
+        if schedule.get(kind):
+            return f"{kind} {schedule[kind]}"
+    return None
+
+
+# --- cron --------------------------------------------------------------------------------------
+
+PREVIEW_COLUMNS: list[Column] = [
+    *RUN_COLUMNS,
+    ("NOTE", lambda r: r.get("note")),
+]
+
+
+def _add_cron(
+    groups: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    cron = groups.add_parser("cron", help="check schedule expressions", parents=[common])
+    actions = cron.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+    preview = actions.add_parser(
+        "preview",
+        help="the next fire times of an expression, without saving (POST /v1/cron:preview)",
+        parents=[common],
+    )
+    preview.add_argument("expr", metavar="EXPR", help="cron expression (or rate with --rate)")
+    preview.add_argument("--rate", action="store_true", help='EXPR is a rate, e.g. "5 minutes"')
+    preview.add_argument("--tz", default="UTC", metavar="ZONE", help="IANA zone (%(default)s)")
+    preview.add_argument(
+        "--count", type=int, default=DEFAULT_RUN_COUNT, metavar="N", help="1-100 (%(default)s)"
+    )
+    preview.add_argument("--after", metavar="INSTANT", help="start after this (default: now)")
+    _bind(preview, _cron_preview, _show_preview)
+
+
+def _cron_preview(client: ApiClient, args: argparse.Namespace) -> Answer:
+    body: Answer = {
+        "rate" if args.rate else "cron": args.expr,
+        "timezone": args.tz,
+        "count": args.count,
+    }
+    if args.after is not None:
+        body["after"] = args.after
+    return client.request("POST", "/v1/cron:preview", body=body)
+
+
+def _show_preview(answer: Answer) -> None:
+    items = answer.get("items") or []
+    notes = _offset_change_notes([item.get("local_time") for item in items])
+    rows = [{**item, "note": note} for item, note in zip(items, notes, strict=True)]
+    _print_list({**answer, "items": rows}, PREVIEW_COLUMNS, empty="no fire times")
+
+
+def _offset_change_notes(local_times: Sequence[Any]) -> list[str | None]:
+    """Note each fire time whose UTC offset differs from the one before it (a DST switch)."""
+    notes: list[str | None] = []
+    previous: timedelta | None = None
+    for local_time in local_times:
+        offset = _utc_offset(local_time)
+        note = None
+        if offset is not None and previous is not None and offset != previous:
+            note = f"DST: offset {_format_offset(previous)} -> {_format_offset(offset)}"
+        notes.append(note)
+        previous = offset if offset is not None else previous
+    return notes
+
+
+def _utc_offset(text: Any) -> timedelta | None:
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text).utcoffset()
+    except ValueError:
+        return None
+
+
+def _format_offset(offset: timedelta) -> str:
+    seconds = int(offset.total_seconds())
+    sign = "-" if seconds < 0 else "+"
+    hours, rest = divmod(abs(seconds), 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{sign}{hours:02d}:{minutes:02d}" + (f":{seconds:02d}" if seconds else "")
+
+
 # --- jobs --------------------------------------------------------------------------------------
 
 
@@ -199,7 +536,7 @@ def _add_jobs(
     when.add_argument("--run-at", metavar="INSTANT", help="RFC 3339 instant (default: now)")
     when.add_argument("--delay-s", type=_non_negative_int, metavar="N", help="run in N seconds")
     submit.add_argument("--name")
-    submit.add_argument("--priority", choices=("high", "normal", "low"))
+    submit.add_argument("--priority", choices=PRIORITIES)
     _add_retry_options(submit)
     submit.add_argument(
         "--idempotency-key",
@@ -343,16 +680,16 @@ def _show_execution(execution: Answer) -> None:
 # --- shared options and request pieces ---------------------------------------------------------
 
 
-def _add_target_options(parser: argparse.ArgumentParser) -> None:
+def _add_target_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
     group = parser.add_argument_group("target (one of --url or --queue-url)")
-    kind = group.add_mutually_exclusive_group(required=True)
+    kind = group.add_mutually_exclusive_group(required=required)
     kind.add_argument("--url", help="HTTP target URL")
     kind.add_argument("--queue-url", metavar="Q", help="SQS target queue URL")
     group.add_argument("--method", type=str.upper, help="HTTP method (server default: POST)")
     group.add_argument(
         "--header",
         action="append",
-        type=_header,
+        type=_key_value,
         metavar="K=V",
         help="HTTP header to send; repeatable",
     )
@@ -366,13 +703,7 @@ def _add_target_options(parser: argparse.ArgumentParser) -> None:
 
 def _target(args: argparse.Namespace) -> Answer:
     if args.queue_url is not None:
-        http_only = {
-            "--method": args.method,
-            "--header": args.header,
-            "--timeout-s": args.timeout_s,
-            "--callback": args.callback or None,
-        }
-        stray = [flag for flag, value in http_only.items() if value is not None]
+        stray = _http_only_flags(args)
         if stray:
             raise UsageError(f"{', '.join(stray)} only apply to an HTTP target (--url)")
         return {"type": "sqs", "queue_url": args.queue_url}
@@ -386,6 +717,26 @@ def _target(args: argparse.Namespace) -> Answer:
     if args.callback:
         target["callback"] = True
     return target
+
+
+def _optional_target(args: argparse.Namespace) -> Answer | None:
+    # A target is replaced whole, so HTTP details alone (no --url) cannot be sent.
+    if args.url is None and args.queue_url is None:
+        stray = _http_only_flags(args)
+        if stray:
+            raise UsageError(f"{', '.join(stray)} need --url: the target is replaced as a whole")
+        return None
+    return _target(args)
+
+
+def _http_only_flags(args: argparse.Namespace) -> list[str]:
+    given = {
+        "--method": args.method,
+        "--header": args.header,
+        "--timeout-s": args.timeout_s,
+        "--callback": args.callback or None,
+    }
+    return [flag for flag, value in given.items() if value is not None]
 
 
 def _add_retry_options(parser: argparse.ArgumentParser) -> None:
@@ -442,7 +793,7 @@ def _json_object(text: str) -> Answer:
     return value
 
 
-def _header(text: str) -> tuple[str, str]:
+def _key_value(text: str) -> tuple[str, str]:
     name, sep, value = text.partition("=")
     if not sep or not name.strip():
         raise argparse.ArgumentTypeError(f"expected K=V, got {text!r}")

@@ -53,9 +53,12 @@ class ApiClient:
         path: str,
         body: Mapping[str, Any] | None = None,
         query: Mapping[str, QueryValue] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """Send one request and return the decoded JSON object ({} for an empty answer).
 
+        `path` is sent as given: escape ids with `quote_id` and leave custom-method colons
+        (`/v1/schedules/{id}:pause`) literal. `headers` add to the standard ones (e.g. If-Match).
         Raises ApiError for any non-2xx answer and ApiUnreachableError when no answer came.
         """
         url = self.base_url + path
@@ -63,7 +66,8 @@ class ApiClient:
             pairs = {k: _query_text(v) for k, v in query.items() if v is not None}
             if pairs:
                 url += "?" + urllib.parse.urlencode(pairs)
-        headers = {
+        sent_headers = {
+            **(headers or {}),
             "Authorization": f"Bearer {self._api_key}",
             "Accept": "application/json",
             "User-Agent": USER_AGENT,
@@ -71,8 +75,8 @@ class ApiClient:
         data = None
         if body is not None:
             data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json"
-        req = urllib.request.Request(url, data=data, headers=headers, method=method)
+            sent_headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, headers=sent_headers, method=method)
         try:
             with urllib.request.urlopen(req, timeout=self._timeout_s) as resp:
                 return _decode_success(resp.status, resp.read())

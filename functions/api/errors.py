@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 
+from cronwheel.domain.cron import ScheduleExpressionError
 from cronwheel.errors import CronwheelError
 
 logger = Logger(child=True)
@@ -70,6 +71,10 @@ def register(app: APIGatewayRestResolver) -> None:
     @app.exception_handler(CronwheelError)
     def _domain(error: CronwheelError) -> Response[Any]:
         return error_response(error.code, error.message, error.field)
+
+    @app.exception_handler(ScheduleExpressionError)
+    def _expression(error: ScheduleExpressionError) -> Response[Any]:
+        return error_response("invalid_argument", str(error.message), error.field)
 
     @app.exception_handler(RequestValidationError)
     def _invalid(error: RequestValidationError) -> Response[Any]:

@@ -11,13 +11,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from . import errors
-from .routers import executions, health, jobs
+from .routers import audit, executions, health, jobs, schedules
 
 MAX_BODY_BYTES = 256 * 1024
 
 logger = Logger(service="cronwheel-api")
 app = APIGatewayRestResolver(enable_validation=True)
-for module in (health, jobs, executions):
+for module in (health, jobs, executions, schedules, audit):
     app.include_router(module.router)
 errors.register(app)
 

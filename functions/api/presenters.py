@@ -7,9 +7,18 @@ from datetime import datetime
 
 from cronwheel.domain.instants import format_instant
 from cronwheel.domain.model import Execution, Job
+from cronwheel.domain.schedule import Schedule
+from cronwheel.services.schedules import Occurrence
 from cronwheel.store.codec import retry_to_doc, target_to_doc
 
-from .schemas import AttemptOut, ExecutionOut, JobOut
+from .schemas import (
+    AttemptOut,
+    ExecutionOut,
+    JobOut,
+    OccurrenceOut,
+    OccurrencePage,
+    ScheduleOut,
+)
 
 
 def _instant(value: datetime | None) -> str | None:
@@ -61,4 +70,48 @@ def job_out(job: Job, execution: Execution | None) -> JobOut:
         priority=job.priority.value,
         idempotency_key=job.idempotency_key,
         created_at=format_instant(job.created_at),
+    )
+
+
+def schedule_out(schedule: Schedule, last: Execution | None) -> ScheduleOut:
+    return ScheduleOut(
+        id=schedule.id,
+        tenant=schedule.tenant,
+        name=schedule.name,
+        cron=schedule.cron,
+        rate=schedule.rate,
+        after=schedule.after,
+        timezone=schedule.timezone,
+        start_at=_instant(schedule.start_at),
+        end_at=_instant(schedule.end_at),
+        target=target_to_doc(schedule.target),
+        payload=schedule.payload,
+        retry=retry_to_doc(schedule.retry),
+        concurrency=schedule.concurrency.value,
+        misfire=schedule.misfire.value,
+        catch_up_limit=schedule.catch_up_limit,
+        misfire_grace_s=schedule.misfire_grace_s,
+        jitter_s=schedule.jitter_s,
+        priority=schedule.priority.value,
+        paused=schedule.paused,
+        description=schedule.description,
+        labels=schedule.labels,
+        version=schedule.version,
+        created_at=format_instant(schedule.created_at),
+        updated_at=format_instant(schedule.updated_at),
+        next_run_at=_instant(schedule.next_run_at),
+        last_run_at=_instant(last.scheduled_for) if last else None,
+        last_status=last.state.value if last else None,
+    )
+
+
+def occurrences_out(occurrences: list[Occurrence]) -> OccurrencePage:
+    return OccurrencePage(
+        items=[
+            OccurrenceOut(
+                scheduled_for=format_instant(o.scheduled_for),
+                local_time=o.local_time.isoformat(timespec="seconds"),
+            )
+            for o in occurrences
+        ]
     )

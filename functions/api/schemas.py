@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr, field_validator
 
 from cronwheel.domain.instants import parse_instant
-from cronwheel.domain.model import Backoff, Priority
+from cronwheel.domain.model import Backoff, Concurrency, Misfire, Priority
 from cronwheel.errors import InvalidArgument
 
 MAX_HEADERS = 50
@@ -132,3 +132,89 @@ class ErrorBody(BaseModel):
 
 class ErrorOut(BaseModel):
     error: ErrorBody
+
+
+_NAME_PATTERN = r"^[A-Za-z0-9._-]+$"
+
+
+class _ScheduleFields(_In):
+    cron: StrictStr | None = Field(None, max_length=256)
+    rate: StrictStr | None = Field(None, max_length=64)
+    after: StrictStr | None = Field(None, max_length=128)
+    timezone: StrictStr = Field("UTC", max_length=64)
+    start_at: StrictStr | None = None
+    end_at: StrictStr | None = None
+    payload: dict[str, Any] = Field(default_factory=dict)
+    retry: RetryIn = Field(default_factory=RetryIn)
+    concurrency: Concurrency = Concurrency.FORBID
+    misfire: Misfire = Misfire.RUN_ONCE
+    catch_up_limit: StrictInt = Field(10, ge=1, le=1000)
+    misfire_grace_s: StrictInt = Field(60, ge=0, le=7 * 86400)
+    jitter_s: StrictInt = Field(0, ge=0, le=3600)
+    priority: Priority = Priority.NORMAL
+    paused: StrictBool = False
+    description: StrictStr | None = Field(None, max_length=1024)
+    labels: dict[StrictStr, StrictStr] = Field(default_factory=dict, max_length=MAX_LABELS)
+    tenant: StrictStr | None = None
+
+
+class ScheduleIn(_ScheduleFields):
+    name: StrictStr = Field(min_length=1, max_length=128, pattern=_NAME_PATTERN)
+    target: TargetIn
+
+
+class SchedulePatch(_ScheduleFields):
+    name: StrictStr | None = Field(None, min_length=1, max_length=128, pattern=_NAME_PATTERN)
+    target: TargetIn | None = None
+
+
+class ScheduleOut(BaseModel):
+    id: str
+    tenant: str
+    name: str
+    cron: str | None
+    rate: str | None
+    after: str | None
+    timezone: str
+    start_at: str | None
+    end_at: str | None
+    target: dict[str, Any]
+    payload: dict[str, Any]
+    retry: dict[str, Any]
+    concurrency: str
+    misfire: str
+    catch_up_limit: int
+    misfire_grace_s: int
+    jitter_s: int
+    priority: str
+    paused: bool
+    description: str | None
+    labels: dict[str, str]
+    version: int
+    created_at: str
+    updated_at: str
+    next_run_at: str | None
+    last_run_at: str | None
+    last_status: str | None
+
+
+class SchedulePage(BaseModel):
+    items: list[ScheduleOut]
+    next_cursor: str | None
+
+
+class OccurrenceOut(BaseModel):
+    scheduled_for: str
+    local_time: str
+
+
+class OccurrencePage(BaseModel):
+    items: list[OccurrenceOut]
+
+
+class PreviewIn(_In):
+    cron: StrictStr | None = Field(None, max_length=256)
+    rate: StrictStr | None = Field(None, max_length=64)
+    timezone: StrictStr = Field("UTC", max_length=64)
+    count: StrictInt = Field(5, ge=1, le=100)
+    after: StrictStr | None = None

@@ -7,14 +7,14 @@ from aws_lambda_powertools.event_handler import Response, content_types
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from cronwheel.domain.model import HttpTarget, RetryPolicy, SqsTarget, Target
-from cronwheel.errors import InvalidArgument
+from cronwheel.domain.model import RetryPolicy
 from cronwheel.runtime import runtime
 from cronwheel.services.jobs import JobRequest, JobService
 
 from ..context import principal
+from ..convert import domain_target
 from ..presenters import job_out
-from ..schemas import ErrorOut, HttpTargetIn, JobIn, JobOut, SqsTargetIn
+from ..schemas import ErrorOut, JobIn, JobOut
 
 router = APIGatewayRouter()
 ERRORS = {
@@ -24,27 +24,6 @@ ERRORS = {
     }
     for code in (400, 401, 403, 404, 409, 413)
 }
-
-# Long and callback jobs run under Step Functions, which is not built yet.
-MAX_INLINE_TIMEOUT_S = 840
-
-
-def _target(target: HttpTargetIn | SqsTargetIn) -> Target:
-    if isinstance(target, SqsTargetIn):
-        return SqsTarget(queue_url=target.queue_url)
-    if target.callback or target.timeout_s > MAX_INLINE_TIMEOUT_S:
-        raise InvalidArgument(
-            f"callback targets and timeout_s over {MAX_INLINE_TIMEOUT_S} need long-job support, "
-            "which this deployment does not have yet",
-            field="target.timeout_s" if not target.callback else "target.callback",
-        )
-    return HttpTarget(
-        url=target.url,
-        method=target.method,
-        headers=dict(target.headers),
-        timeout_s=target.timeout_s,
-        callback=target.callback,
-    )
 
 
 def _service() -> JobService:
@@ -63,7 +42,7 @@ def _service() -> JobService:
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[JobOut]:
     rt = runtime()
     request = JobRequest(
-        target=_target(body.target),
+        target=domain_target(body.target),
         payload=body.payload,
         retry=RetryPolicy(**body.retry.model_dump()),
         priority=body.priority,

@@ -69,6 +69,18 @@ class Role(StrEnum):
         return order.index(self) >= order.index(needed)
 
 
+class Concurrency(StrEnum):
+    FORBID = "forbid"
+    ALLOW = "allow"
+    REPLACE = "replace"
+
+
+class Misfire(StrEnum):
+    SKIP = "skip"
+    RUN_ONCE = "run_once"
+    CATCH_UP = "catch_up"
+
+
 class Outcome(StrEnum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
@@ -147,6 +159,7 @@ class Execution:
     lease_expires_at: datetime | None = None
     reason: str | None = None
     attempts: list[Attempt] = field(default_factory=list)
+    schedule_timing_version: int | None = None
 
     @property
     def source_id(self) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from aws_lambda_powertools import Logger
@@ -15,8 +15,16 @@ from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
 from cronwheel.domain import lifecycle
 from cronwheel.domain.delivery import build_delivery, delivery_document
 from cronwheel.domain.lifecycle import AttemptResult
-from cronwheel.domain.model import Execution, ExecutionState, HttpTarget, Outcome, SqsTarget
-from cronwheel.services.recording import record_attempt_end
+from cronwheel.domain.model import (
+    Concurrency,
+    Execution,
+    ExecutionState,
+    HttpTarget,
+    Outcome,
+    SqsTarget,
+    Trigger,
+)
+from cronwheel.services.recording import HISTORY_RETENTION, record_attempt_end
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
 from cronwheel.targets.http import HttpCaller
@@ -86,7 +94,66 @@ class Dispatcher:
             )
             return DispatchOutcome(execution.id, execution.tenant, execution.state, note="early")
         self._clock.sleep(wait_s)
+        if execution.schedule_id is not None:
+            stopped = self._revalidate(execution)
+            if stopped is not None:
+                return stopped
         return self._run_attempt(execution)
+
+    def _revalidate(self, execution: Execution) -> DispatchOutcome | None:
+        """A schedule deleted, paused or re-timed since this execution was enqueued stops it,
+        and so does its overlap policy; the execution then ends with the reason."""
+        assert execution.schedule_id is not None
+        schedule = self._store.get_schedule(execution.schedule_id)
+        recurring = execution.trigger in (Trigger.SCHEDULE, Trigger.CATCH_UP)
+        if schedule is None:
+            return self._stop(execution, ExecutionState.CANCELLED, "schedule_deleted")
+        if recurring and schedule.paused:
+            return self._stop(execution, ExecutionState.SKIPPED, "paused")
+        if recurring and execution.schedule_timing_version not in (None, schedule.timing_version):
+            return self._stop(execution, ExecutionState.SKIPPED, "superseded")
+        if schedule.concurrency is Concurrency.ALLOW:
+            return None
+        running = [
+            e
+            for e in self._store.executions_of(schedule.id, {ExecutionState.RUNNING}, limit=10)
+            if e.id != execution.id
+        ]
+        if not running:
+            return None
+        if schedule.concurrency is Concurrency.FORBID:
+            return self._stop(
+                execution, ExecutionState.SKIPPED, f"overlap: {running[0].id} is still running"
+            )
+        now = self._clock.now()
+        for older in running:
+            # Its worker may still finish, but its result is rejected: it no longer holds the token.
+            self._store.transition(
+                replace(
+                    older,
+                    state=ExecutionState.CANCELLED,
+                    reason=f"replaced by {execution.id}",
+                    finished_at=now,
+                    lease_expires_at=None,
+                ),
+                expect_state=ExecutionState.RUNNING,
+                expect_token=older.fencing_token,
+                sweep_at=None,
+                expires_at=now + HISTORY_RETENTION,
+            )
+        return None
+
+    def _stop(self, execution: Execution, state: ExecutionState, reason: str) -> DispatchOutcome:
+        now = self._clock.now()
+        stopped = replace(execution, state=state, reason=reason, finished_at=now)
+        self._store.transition(
+            stopped,
+            expect_state=execution.state,
+            expect_token=execution.fencing_token,
+            sweep_at=None,
+            expires_at=now + HISTORY_RETENTION,
+        )
+        return DispatchOutcome(execution.id, execution.tenant, state, note=reason)
 
     def _run_attempt(self, execution: Execution) -> DispatchOutcome:
         secret = (
@@ -109,9 +176,31 @@ class Dispatcher:
         finished = lifecycle.complete(running, self._clock.now(), result)
         if not self._record(running, finished):
             return DispatchOutcome(execution.id, execution.tenant, None, lag_ms, note="fenced out")
+        if finished.state is ExecutionState.SUCCEEDED and finished.schedule_id:
+            self._run_dependents(finished)
         return DispatchOutcome(
             execution.id, execution.tenant, finished.state, lag_ms, attempt=running.attempt
         )
+
+    def _run_dependents(self, upstream: Execution) -> None:
+        """Schedules with `after` this one run now, for the same occurrence."""
+        assert upstream.schedule_id is not None
+        now = self._clock.now()
+        messages = []
+        for downstream in self._store.schedules_after(upstream.schedule_id):
+            if downstream.paused or downstream.tenant != upstream.tenant:
+                continue
+            execution = downstream.execution(
+                upstream.scheduled_for,
+                Trigger.DEPENDENCY,
+                now,
+                state=ExecutionState.QUEUED,
+                due_at=now,
+            )
+            if self._store.put_new_execution(execution):
+                messages.append(DispatchMessage(execution.id, 0, now))
+        if messages:
+            self._queue.send(messages, now)
 
     def _record(self, running: Execution, finished: Execution) -> bool:
         return record_attempt_end(

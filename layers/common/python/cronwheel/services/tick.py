@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
+from cronwheel.domain.schedule import plan_firing
 from cronwheel.settings import Settings
 from cronwheel.store.store import DueItem, Lease, LeaseLost, Store
 
@@ -55,15 +56,26 @@ class Tick:
         return self._store.due_items(self.shard, until, PAGE)
 
     def fire(self, items: list[DueItem], now: datetime) -> list[DueItem]:
-        """Queue the due executions (fenced by the lease epoch), then send their messages."""
+        """Write the due executions (fenced by the lease epoch), then send their messages.
+
+        Jobs move their `scheduled` execution to `queued`; schedules create the executions of
+        their due occurrences (or `skipped` records, per misfire policy) and advance, in the same
+        transaction. A message not sent here is re-sent by the sweeper after its grace."""
         assert self.lease is not None, "acquire the lease first"
         jobs = [item for item in items if item.kind == "job"]
         queued = self._store.queue_due_jobs(self.lease, jobs, now)
-        # A message not sent here is re-sent by the sweeper once its delivery grace passes.
-        self._queue.send(
-            [DispatchMessage(item.execution_id or "", 0, item.next_run_at) for item in queued], now
-        )
-        return queued
+        messages = [DispatchMessage(i.execution_id or "", 0, i.next_run_at) for i in queued]
+        lookahead = timedelta(seconds=self._settings.lookahead_s)
+        plans = [
+            (item, plan_firing(item.schedule, now, lookahead))
+            for item in items
+            if item.kind == "schedule" and item.schedule is not None
+        ]
+        fired = self._store.fire_schedules(self.lease, plans, now)
+        for _, plan in fired:
+            messages += [DispatchMessage(e.id, 0, e.due_at) for e in plan.to_enqueue]
+        self._queue.send(messages, now)
+        return queued + [item for item, _ in fired]
 
     def release(self, now: datetime) -> None:
         if self.lease is not None:

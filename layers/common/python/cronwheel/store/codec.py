@@ -9,10 +9,12 @@ from typing import Any
 from cronwheel.domain.model import (
     Attempt,
     Backoff,
+    Concurrency,
     Execution,
     ExecutionState,
     HttpTarget,
     Job,
+    Misfire,
     Outcome,
     Priority,
     RetryPolicy,
@@ -21,6 +23,7 @@ from cronwheel.domain.model import (
     Tenant,
     Trigger,
 )
+from cronwheel.domain.schedule import Schedule
 from cronwheel.store.models import ExecutionItem, ScheduleItem, TenantItem
 
 # Response bodies are kept for the most recent attempts only, so an item stays far below 400 KB.
@@ -122,6 +125,9 @@ def execution_from_item(item: ExecutionItem) -> Execution:
         lease_expires_at=item.lease_expires_at,
         reason=item.reason,
         attempts=attempts_from_doc(item.attempts or []),
+        schedule_timing_version=(
+            int(item.schedule_timing_version) if item.schedule_timing_version is not None else None
+        ),
     )
 
 
@@ -149,6 +155,7 @@ def execution_to_item(execution: Execution) -> ExecutionItem:
         retry=retry_to_doc(execution.retry),
         priority=execution.priority.value,
         attempts=attempts_to_doc(execution.attempts),
+        schedule_timing_version=execution.schedule_timing_version,
     )
 
 
@@ -205,4 +212,77 @@ def tenant_to_item(tenant: Tenant) -> TenantItem:
         max_executions_per_day=tenant.max_executions_per_day,
         max_schedules=tenant.max_schedules,
         priority_weight=tenant.priority_weight,
+    )
+
+
+def _dt_doc(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def schedule_to_item(schedule: Schedule) -> ScheduleItem:
+    """Queryable fields as attributes; the rest of the definition as one JSON document."""
+    definition = {
+        "cron": schedule.cron,
+        "rate": schedule.rate,
+        "timezone": schedule.timezone,
+        "start_at": _dt_doc(schedule.start_at),
+        "end_at": _dt_doc(schedule.end_at),
+        "concurrency": schedule.concurrency.value,
+        "misfire": schedule.misfire.value,
+        "catch_up_limit": schedule.catch_up_limit,
+        "misfire_grace_s": schedule.misfire_grace_s,
+        "jitter_s": schedule.jitter_s,
+        "description": schedule.description,
+        "labels": schedule.labels,
+    }
+    item = ScheduleItem(
+        id=schedule.id,
+        kind="schedule",
+        tenant=schedule.tenant,
+        name=schedule.name,
+        target=target_to_doc(schedule.target),
+        payload=schedule.payload,
+        retry=retry_to_doc(schedule.retry),
+        priority=schedule.priority.value,
+        created_at=schedule.created_at,
+        updated_at=schedule.updated_at,
+        version=schedule.version,
+        after=schedule.after,
+        definition=definition,
+        paused=schedule.paused,
+        timing_version=schedule.timing_version,
+        next_occurrence=schedule.next_occurrence,
+    )
+    return item
+
+
+def schedule_from_item(item: ScheduleItem) -> Schedule:
+    d = item.definition or {}
+    return Schedule(
+        id=item.id,
+        tenant=item.tenant,
+        name=item.name or "",
+        target=target_from_doc(item.target),
+        created_at=item.created_at,
+        updated_at=item.updated_at or item.created_at,
+        cron=d.get("cron"),
+        rate=d.get("rate"),
+        after=item.after,
+        timezone=d.get("timezone", "UTC"),
+        start_at=_dt(d.get("start_at")),
+        end_at=_dt(d.get("end_at")),
+        payload=item.payload,
+        retry=retry_from_doc(item.retry),
+        concurrency=Concurrency(d.get("concurrency", "forbid")),
+        misfire=Misfire(d.get("misfire", "run_once")),
+        catch_up_limit=int(d.get("catch_up_limit", 10)),
+        misfire_grace_s=int(d.get("misfire_grace_s", 60)),
+        jitter_s=int(d.get("jitter_s", 0)),
+        priority=Priority(item.priority),
+        paused=bool(item.paused),
+        description=d.get("description"),
+        labels=dict(d.get("labels") or {}),
+        version=int(item.version),
+        timing_version=int(item.timing_version or 1),
+        next_occurrence=item.next_occurrence,
     )

@@ -45,6 +45,12 @@ class ScheduleByTenantNameIndex(GlobalSecondaryIndex["ScheduleItem"]):
     name = UnicodeAttribute(range_key=True)
 
 
+class ScheduleByAfterIndex(GlobalSecondaryIndex["ScheduleItem"]):
+    Meta = _index_meta("by_after")
+    after = UnicodeAttribute(hash_key=True)
+    id = UnicodeAttribute(range_key=True)
+
+
 class ScheduleItem(Model):
     """A recurring schedule or a one-off job (`kind`); both wait for the tick in the due index."""
 
@@ -66,9 +72,17 @@ class ScheduleItem(Model):
     idempotency_key = UnicodeAttribute(null=True)
     created_at = UTCDateTimeAttribute()
     version = NumberAttribute(default=1)
+    # Recurring schedules only:
+    after = UnicodeAttribute(null=True)
+    definition = JSONAttribute(null=True)
+    paused = BooleanAttribute(null=True)
+    timing_version = NumberAttribute(null=True)
+    next_occurrence = UTCDateTimeAttribute(null=True)
+    updated_at = UTCDateTimeAttribute(null=True)
 
     due = ScheduleDueIndex()
     by_tenant_name = ScheduleByTenantNameIndex()
+    by_after = ScheduleByAfterIndex()
 
 
 class _ExecutionIndex(GlobalSecondaryIndex["ExecutionItem"]):
@@ -130,6 +144,7 @@ class ExecutionItem(Model):
     sweep_shard = NumberAttribute(null=True)
     sweep_at = UTCDateTimeAttribute(null=True)
     expires_at = TTLAttribute(null=True)
+    schedule_timing_version = NumberAttribute(null=True)
 
     by_tenant = ExecutionByTenantIndex()
     by_schedule = ExecutionByScheduleIndex()

@@ -6,9 +6,10 @@ import base64
 import contextlib
 import hashlib
 import json
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pynamodb.connection import Connection
@@ -18,11 +19,13 @@ from pynamodb.transactions import TransactWrite
 
 from cronwheel.domain.ids import shard_of
 from cronwheel.domain.model import Execution, ExecutionState, Job, Role, Tenant
-from cronwheel.errors import InvalidArgument
+from cronwheel.domain.schedule import FiringPlan, Schedule
+from cronwheel.errors import AlreadyExists, InvalidArgument
 from cronwheel.settings import Settings
 from cronwheel.store import codec
 from cronwheel.store.models import (
     ApiKeyItem,
+    AuditItem,
     ExecutionItem,
     IdempotencyItem,
     LeaseItem,
@@ -62,6 +65,7 @@ class DueItem:
     tenant: str
     next_run_at: datetime
     execution_id: str | None
+    schedule: Schedule | None = None
 
 
 @dataclass(frozen=True)
@@ -360,7 +364,14 @@ class Store:
     def due_items(self, shard: int, until: datetime, limit: int) -> list[DueItem]:
         results = ScheduleItem.due.query(shard, ScheduleItem.next_run_at <= until, limit=limit)
         return [
-            DueItem(item.id, item.kind, item.tenant, item.next_run_at, item.execution_id)
+            DueItem(
+                item.id,
+                item.kind,
+                item.tenant,
+                item.next_run_at,
+                item.execution_id,
+                codec.schedule_from_item(item) if item.kind == "schedule" else None,
+            )
             for item in results
         ]
 
@@ -438,3 +449,243 @@ class Store:
             and reasons[0] is not None
             and (reasons[0].code == "ConditionalCheckFailed")
         )
+
+    # -- schedules ---------------------------------------------------------------------------
+
+    def _schedule_item(self, schedule: Schedule) -> ScheduleItem:
+        item = codec.schedule_to_item(schedule)
+        if schedule.next_run_at is not None:
+            item.due_shard = shard_of(schedule.id, self._settings.shards)
+            item.next_run_at = schedule.next_run_at
+        return item
+
+    @staticmethod
+    def _name_lock(tenant: str, name: str) -> ScheduleItem:
+        # Names are unique per tenant: a lock item per name, written in the same transaction.
+        return ScheduleItem(
+            id=f"name#{tenant}#{name}",
+            kind="name",
+            tenant=tenant,
+            target={},
+            payload={},
+            retry={},
+            priority="normal",
+            created_at=datetime.fromtimestamp(0, UTC),
+        )
+
+    def create_schedule(self, schedule: Schedule) -> None:
+        try:
+            with TransactWrite(connection=self._connection) as tx:
+                tx.save(
+                    self._name_lock(schedule.tenant, schedule.name),
+                    condition=ScheduleItem.id.does_not_exist(),
+                )
+                tx.save(self._schedule_item(schedule), condition=ScheduleItem.id.does_not_exist())
+        except TransactWriteError as error:
+            if self._lease_failed(error):  # the first action is the name lock here
+                raise AlreadyExists(
+                    f"a schedule named {schedule.name!r} already exists", field="name"
+                ) from None
+            raise
+
+    def get_schedule(self, schedule_id: str) -> Schedule | None:
+        try:
+            item = ScheduleItem.get(schedule_id, consistent_read=True)
+        except DoesNotExist:
+            return None
+        return codec.schedule_from_item(item) if item.kind == "schedule" else None
+
+    def save_schedule(self, schedule: Schedule, *, expect_version: int, old_name: str) -> bool:
+        """Replace a schedule if its version is still `expect_version` (renames move the lock)."""
+        condition = ScheduleItem.version == expect_version
+        try:
+            with TransactWrite(connection=self._connection) as tx:
+                if old_name != schedule.name:
+                    tx.save(
+                        self._name_lock(schedule.tenant, schedule.name),
+                        condition=ScheduleItem.id.does_not_exist(),
+                    )
+                    tx.delete(self._name_lock(schedule.tenant, old_name))
+                tx.save(self._schedule_item(schedule), condition=condition)
+        except TransactWriteError as error:
+            if old_name != schedule.name and self._lease_failed(error):
+                raise AlreadyExists(
+                    f"a schedule named {schedule.name!r} already exists", field="name"
+                ) from None
+            return False
+        return True
+
+    def delete_schedule(self, schedule: Schedule) -> None:
+        with TransactWrite(connection=self._connection) as tx:
+            tx.delete(self._name_lock(schedule.tenant, schedule.name))
+            tx.delete(ScheduleItem(id=schedule.id))
+
+    def list_schedules(
+        self,
+        tenant: str,
+        *,
+        name_prefix: str | None,
+        paused: bool | None,
+        limit: int,
+        cursor: str | None,
+    ) -> tuple[list[Schedule], str | None]:
+        results = ScheduleItem.by_tenant_name.query(
+            tenant,
+            range_key_condition=ScheduleItem.name.startswith(name_prefix) if name_prefix else None,
+            filter_condition=(
+                (ScheduleItem.kind == "schedule")
+                & (
+                    ScheduleItem.paused == paused
+                    if paused is not None
+                    else ScheduleItem.kind.exists()
+                )
+            ),
+            limit=limit,
+            last_evaluated_key=_decode_cursor(cursor) if cursor else None,
+        )
+        items = [codec.schedule_from_item(item) for item in results]
+        next_key = results.last_evaluated_key if len(items) >= limit else None
+        return items, _encode_cursor(next_key)
+
+    def schedules_after(self, upstream_id: str) -> list[Schedule]:
+        return [codec.schedule_from_item(i) for i in ScheduleItem.by_after.query(upstream_id)]
+
+    def executions_of(
+        self, schedule_id: str, states: set[ExecutionState], limit: int = 100
+    ) -> list[Execution]:
+        """Newest first; the index is eventually consistent, so re-read before acting."""
+        results = ExecutionItem.by_schedule.query(
+            schedule_id,
+            filter_condition=ExecutionItem.state.is_in(*[s.value for s in states]),
+            scan_index_forward=False,
+            limit=limit,
+        )
+        return [codec.execution_from_item(item) for item in results]
+
+    def latest_execution_of(self, schedule_id: str) -> Execution | None:
+        for item in ExecutionItem.by_schedule.query(schedule_id, scan_index_forward=False, limit=1):
+            return codec.execution_from_item(item)
+        return None
+
+    def put_new_execution(self, execution: Execution) -> bool:
+        """Create an execution unless one with its id exists (ids derive from the occurrence)."""
+        try:
+            self._with_sweep(codec.execution_to_item(execution)).save(
+                condition=ExecutionItem.id.does_not_exist()
+            )
+        except PutError as error:
+            if error.cause_response_code == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
+
+    def fire_schedules(
+        self, lease: Lease | None, plans: Sequence[tuple[DueItem, FiringPlan]], now: datetime
+    ) -> list[tuple[DueItem, FiringPlan]]:
+        """Write each plan's executions and advance its schedule, fenced by the lease epoch and
+        conditional on the schedule not having moved since it was read. Plans are packed into
+        transactions of up to 100 actions; a transaction that fails for one plan is retried
+        plan by plan. Returns the plans that were written. Raises LeaseLost. Without a lease
+        (the API firing a schedule due right away) the schedule's own condition still makes
+        the write happen once."""
+        written: list[tuple[DueItem, FiringPlan]] = []
+        batch: list[tuple[DueItem, FiringPlan]] = []
+        budget = 99
+
+        def flush() -> None:
+            if not batch:
+                return
+            try:
+                self._fire_tx(lease, batch, now)
+                written.extend(batch)
+            except TransactWriteError as error:
+                if lease is not None and self._lease_failed(error):
+                    raise LeaseLost(lease.name) from error
+                for one in batch:
+                    try:
+                        self._fire_tx(lease, [one], now)
+                        written.append(one)
+                    except TransactWriteError as single_error:
+                        if lease is not None and self._lease_failed(single_error):
+                            raise LeaseLost(lease.name) from single_error
+            batch.clear()
+
+        for entry in plans:
+            actions = 1 + len(entry[1].executions)
+            if actions > budget - sum(1 + len(p.executions) for _, p in batch):
+                flush()
+            batch.append(entry)
+        flush()
+        return written
+
+    def _fire_tx(
+        self, lease: Lease | None, plans: Sequence[tuple[DueItem, FiringPlan]], now: datetime
+    ) -> None:
+        retention = now + timedelta(days=30)
+        with TransactWrite(connection=self._connection) as tx:
+            if lease is not None:
+                self._lease_check(tx, lease)
+            for item, plan in plans:
+                assert item.schedule is not None
+                schedule = item.schedule
+                schedule.next_occurrence = plan.next_occurrence
+                due = schedule.next_run_at
+                actions: list[Any]
+                if plan.next_occurrence is None or due is None:
+                    actions = [
+                        ScheduleItem.next_occurrence.remove(),
+                        ScheduleItem.due_shard.remove(),
+                        ScheduleItem.next_run_at.remove(),
+                    ]
+                else:
+                    actions = [
+                        ScheduleItem.next_occurrence.set(plan.next_occurrence),
+                        ScheduleItem.next_run_at.set(due),
+                    ]
+                tx.update(
+                    ScheduleItem(id=item.id),
+                    actions=actions,
+                    condition=(ScheduleItem.next_run_at == item.next_run_at)
+                    & (ScheduleItem.timing_version == schedule.timing_version),
+                )
+                for execution in plan.executions:
+                    execution_item = codec.execution_to_item(execution)
+                    if execution.state is ExecutionState.QUEUED:
+                        execution_item = self._with_sweep(execution_item)
+                    else:
+                        execution_item.expires_at = retention
+                    tx.save(execution_item, condition=ExecutionItem.id.does_not_exist())
+
+    # -- audit -------------------------------------------------------------------------------
+
+    def put_audit(
+        self,
+        *,
+        tenant: str,
+        action: str,
+        actor_key_id: str,
+        target_id: str,
+        at: datetime,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        AuditItem(
+            tenant=tenant,
+            sk=f"{at.isoformat()}#{uuid.uuid4().hex[:8]}",
+            action=action,
+            actor_key_id=actor_key_id,
+            target_id=target_id,
+            at=at,
+            details=details or {},
+        ).save()
+
+    def list_audit(self, tenant: str, limit: int) -> list[dict[str, Any]]:
+        return [
+            {
+                "action": item.action,
+                "actor_key_id": item.actor_key_id,
+                "target_id": item.target_id,
+                "at": item.at,
+                "details": item.details,
+            }
+            for item in AuditItem.query(tenant, scan_index_forward=False, limit=limit)
+        ]

@@ -54,6 +54,8 @@ SCHEDULES = TableSpec(
         # Sharded by hash(schedule_id) % shards, never by time: a top-of-hour burst spreads evenly.
         Index("due", Key("due_shard", "N"), Key("next_run_at")),
         Index("by_tenant_name", Key("tenant"), Key("name")),
+        # Dependency schedules by their upstream schedule: who runs after this one succeeds.
+        Index("by_after", Key("after"), Key("id")),
     ),
 )
 
