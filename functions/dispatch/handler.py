@@ -13,7 +13,9 @@ from aws_lambda_powertools.utilities.batch import (
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from cronwheel import metric_names
 from cronwheel.dispatch_queue import DispatchMessage
+from cronwheel.domain.model import ExecutionState
 from cronwheel.observability import TenantMetrics
 from cronwheel.runtime import runtime
 from cronwheel.services.dispatch import Dispatcher
@@ -54,6 +56,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         if outcome.attempt_ended:
             assert outcome.tenant is not None and outcome.state is not None
             metrics.attempt_ended(outcome.tenant, outcome.state, outcome.attempt, outcome.lag_ms)
+        elif outcome.tenant is not None and outcome.state is ExecutionState.SKIPPED:
+            metrics.count(outcome.tenant, metric_names.SKIPPED)
         logger.info(
             "dispatched",
             extra={

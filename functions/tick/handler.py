@@ -38,10 +38,12 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     shard = int(event["shard"])
     owner = f"{context.aws_request_id}:{uuid.uuid4().hex[:8]}"
     report = Tick(rt.store, rt.queue, rt.settings, shard, owner).run(rt.clock.now())
+    metrics = TenantMetrics()
     if report.took_over:
-        metrics = TenantMetrics()
         metrics.count_stage(metric_names.LEASE_TAKEOVERS)
-        metrics.flush()
+    for tenant, skipped in report.skipped_by_tenant.items():
+        metrics.count(tenant, metric_names.SKIPPED, skipped)
+    metrics.flush()
     logger.info(
         "tick done",
         extra={

@@ -224,3 +224,51 @@ def test_dependency_runs_after_upstream_succeeds_not_after_it_fails(
     assert status == 400 and error["error"]["field"] == "after"
     for s in (ok_down, fail_down, ok_up, fail_up):
         api.call("DELETE", f"/v1/schedules/{s['id']}")
+
+
+def test_hashed_schedule_keeps_its_slot_across_reads_and_updates(
+    api: Api, target: RecordingTarget
+) -> None:
+    # Given a Jenkins-hashed daily schedule
+    schedule = _create(api, target, "hashed-daily", cron="H H * * *")
+    sid = schedule["id"]
+    runs = api.get(f"/v1/schedules/{sid}/next-runs?count=3")[1]["items"]
+
+    # When it is read again and another field is updated
+    assert api.get(f"/v1/schedules/{sid}/next-runs?count=3")[1]["items"] == runs
+    status, _ = api.call("PATCH", f"/v1/schedules/{sid}", {"description": "nightly export"})
+    assert status == 200
+
+    # Then its slot is the same, and a second schedule lands elsewhere
+    assert api.get(f"/v1/schedules/{sid}/next-runs?count=3")[1]["items"] == runs
+    others = {
+        api.get(
+            f"/v1/schedules/{_create(api, target, f'hashed-{n}', cron='H H * * *')['id']}/next-runs?count=1"
+        )[1]["items"][0]["scheduled_for"][11:16]
+        for n in range(5)
+    }
+    assert len(others | {runs[0]["scheduled_for"][11:16]}) >= 4
+
+
+def test_changing_the_expression_supersedes_runs_already_queued(
+    api: Api, target: RecordingTarget
+) -> None:
+    # Given a schedule with an occurrence already queued within the lookahead
+    schedule = _create(api, target, "to-retime", rate="8 seconds")
+    sid = schedule["id"]
+    queued = wait_for(
+        lambda: [e for e in _executions(api, sid) if e["state"] == "queued"], timeout_s=10
+    )
+
+    # When its rate changes
+    status, patched = api.call("PATCH", f"/v1/schedules/{sid}", {"rate": "9 seconds"})
+    assert status == 200 and patched["version"] == 2
+
+    # Then the run queued for the old times is skipped as superseded, not run
+    def superseded() -> dict[str, Any] | None:
+        _, execution = api.get(f"/v1/executions/{queued[0]['id']}")
+        return execution if execution["state"] in ("skipped", "succeeded") else None
+
+    ended = wait_for(superseded, timeout_s=15)
+    assert (ended["state"], ended["reason"]) == ("skipped", "superseded")
+    api.call("DELETE", f"/v1/schedules/{sid}")

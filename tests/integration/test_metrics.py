@@ -112,7 +112,7 @@ def test_dispatch_emits_outcomes_and_fire_lag_per_tenant(
     for document in documents.values():
         directive = document["_aws"]["CloudWatchMetrics"][0]
         assert directive["Namespace"] == names.NAMESPACE
-        assert names.TENANT_DIMENSION in directive["Dimensions"][0]
+        assert set(directive["Dimensions"][0]) == {"service", names.TENANT_DIMENSION}
         assert document["service"] == "cronwheel"
     assert _total(documents["acme"], names.FIRED) == 1
     assert _total(documents["acme"], names.SUCCEEDED) == 1

@@ -103,7 +103,7 @@ def get_schedule(schedule_id: ScheduleId) -> ScheduleOut:
 
 @router.patch("/v1/schedules/<schedule_id>")
 def update_schedule(schedule_id: ScheduleId, body: Annotated[SchedulePatch, Body()]) -> ScheduleOut:
-    raw = router.current_event.get_header_value("If-Match")
+    raw = router.current_event.headers.get("If-Match")
     if_match = None
     if raw is not None:
         try:

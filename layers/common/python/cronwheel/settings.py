@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from cronwheel.store.queues import DISPATCH
 from cronwheel.store.tables import ALL_TABLES
@@ -56,7 +57,13 @@ class Settings:
     delivery_grace_s: int
     worker_lease_slack_s: int
     allow_private_egress: bool
+    history_retention_days: int = 30
     endpoint_url: str | None = None
+
+    @property
+    def history_retention(self) -> timedelta:
+        """How long finished executions are kept before DynamoDB's TTL archives them."""
+        return timedelta(days=self.history_retention_days)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -79,6 +86,7 @@ class Settings:
             delivery_grace_s=_int(env, "CRONWHEEL_DELIVERY_GRACE_S", 120),
             worker_lease_slack_s=_int(env, "CRONWHEEL_WORKER_LEASE_SLACK_S", 30),
             allow_private_egress=_bool(env, "CRONWHEEL_ALLOW_PRIVATE_EGRESS", False),
+            history_retention_days=_int(env, "CRONWHEEL_HISTORY_RETENTION_DAYS", 30),
             endpoint_url=env.get("AWS_ENDPOINT_URL") or None,
         )
 

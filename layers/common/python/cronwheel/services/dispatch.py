@@ -24,7 +24,7 @@ from cronwheel.domain.model import (
     SqsTarget,
     Trigger,
 )
-from cronwheel.services.recording import HISTORY_RETENTION, record_attempt_end
+from cronwheel.services.recording import record_attempt_end
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
 from cronwheel.targets.http import HttpCaller
@@ -139,7 +139,7 @@ class Dispatcher:
                 expect_state=ExecutionState.RUNNING,
                 expect_token=older.fencing_token,
                 sweep_at=None,
-                expires_at=now + HISTORY_RETENTION,
+                expires_at=now + self._settings.history_retention,
             )
         return None
 
@@ -151,7 +151,7 @@ class Dispatcher:
             expect_state=execution.state,
             expect_token=execution.fencing_token,
             sweep_at=None,
-            expires_at=now + HISTORY_RETENTION,
+            expires_at=now + self._settings.history_retention,
         )
         return DispatchOutcome(execution.id, execution.tenant, state, note=reason)
 

@@ -9,8 +9,6 @@ from cronwheel.domain.model import Execution, ExecutionState
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
 
-HISTORY_RETENTION = timedelta(days=30)
-
 
 def record_attempt_end(
     store: Store,
@@ -38,7 +36,7 @@ def record_attempt_end(
         expect_state=ExecutionState.RUNNING,
         expect_token=running_token,
         sweep_at=sweep_at,
-        expires_at=now + HISTORY_RETENTION if finished.state.is_terminal else None,
+        expires_at=now + settings.history_retention if finished.state.is_terminal else None,
     ):
         return False
     if retry is not None:

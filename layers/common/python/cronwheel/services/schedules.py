@@ -177,7 +177,7 @@ class ScheduleService:
                 expect_state=execution.state,
                 expect_token=execution.fencing_token,
                 sweep_at=None,
-                expires_at=now + timedelta(days=30),
+                expires_at=now + self._settings.history_retention,
             )
         self._audit(principal, "delete", schedule_id, now)
 

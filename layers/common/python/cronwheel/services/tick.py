@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from aws_lambda_powertools import Logger
 
 from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
+from cronwheel.domain.model import ExecutionState
 from cronwheel.domain.schedule import plan_firing
 from cronwheel.settings import Settings
 from cronwheel.store.store import DueItem, Lease, LeaseLost, Store
@@ -26,6 +27,7 @@ class TickReport:
     lease_lost: bool = False
     lease_busy: bool = False
     took_over: bool = False
+    skipped_by_tenant: dict[str, int] = field(default_factory=dict)
 
 
 def lease_name(shard: int) -> str:
@@ -44,6 +46,7 @@ class Tick:
         self.shard = shard
         self.owner = owner
         self.lease: Lease | None = None
+        self.skipped: dict[str, int] = {}  # misfire records written, by tenant
 
     def acquire(self, now: datetime) -> Lease | None:
         self.lease = self._store.acquire_lease(
@@ -74,6 +77,9 @@ class Tick:
         fired = self._store.fire_schedules(self.lease, plans, now)
         for _, plan in fired:
             messages += [DispatchMessage(e.id, 0, e.due_at) for e in plan.to_enqueue]
+            for execution in plan.executions:
+                if execution.state is ExecutionState.SKIPPED:
+                    self.skipped[execution.tenant] = self.skipped.get(execution.tenant, 0) + 1
         self._queue.send(messages, now)
         return queued + [item for item, _ in fired]
 
@@ -100,4 +106,5 @@ class Tick:
             report.lease_lost = True
             return report
         self.release(now)
+        report.skipped_by_tenant = dict(self.skipped)
         return report

@@ -621,7 +621,7 @@ class Store:
     def _fire_tx(
         self, lease: Lease | None, plans: Sequence[tuple[DueItem, FiringPlan]], now: datetime
     ) -> None:
-        retention = now + timedelta(days=30)
+        retention = now + self._settings.history_retention
         with TransactWrite(connection=self._connection) as tx:
             if lease is not None:
                 self._lease_check(tx, lease)
