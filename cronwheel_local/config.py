@@ -36,7 +36,7 @@ class LocalConfig:
     tick_interval_s: float = 1.0
     lookahead_s: int = 10
     sweep_interval_s: float = 2.0
-    delivery_grace_s: int = 30
+    delivery_grace_s: int = 60
     dispatchers: int = 4
 
 

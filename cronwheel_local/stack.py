@@ -34,6 +34,40 @@ REGION = "us-east-1"
 PREFIX = "cronwheel-local"
 
 
+def _copy_each_table_once() -> None:
+    """moto backs up a table before a TransactWriteItems once per action that touches it, so a
+    99-action transaction deep-copies the same big table 49 times. Copy each table once per
+    transaction instead (same rollback state: every backup is taken before any action runs).
+    Local emulator speed only; safe because the emulator serves one request at a time."""
+    import copy
+
+    import moto.dynamodb.models as dynamodb_models
+
+    backend = dynamodb_models.DynamoDBBackend
+    if getattr(backend.transact_write_items, "_copies_once", False):
+        return
+    original = backend.transact_write_items
+
+    class _CopyOnce:
+        def __init__(self) -> None:
+            self.copies: dict[int, Any] = {}
+
+        def deepcopy(self, value: Any) -> Any:
+            if id(value) not in self.copies:
+                self.copies[id(value)] = copy.deepcopy(value)
+            return self.copies[id(value)]
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        dynamodb_models.copy = _CopyOnce()  # type: ignore[assignment]
+        try:
+            original(self, transact_items)
+        finally:
+            dynamodb_models.copy = copy  # type: ignore[assignment]
+
+    transact_write_items._copies_once = True  # type: ignore[attr-defined]
+    backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
+
+
 class _MotoServer:
     """moto's server, one request at a time: its backends are not safe under concurrent
     writes (a TransactWriteItems deep-copies tables other threads are changing)."""
@@ -47,6 +81,7 @@ class _MotoServer:
         from werkzeug.serving import make_server
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        _copy_each_table_once()
         app = DomainDispatcherApplication(create_backend_app)
         lock = threading.Lock()
 

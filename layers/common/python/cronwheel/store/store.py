@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from aws_lambda_powertools import Logger
 from pynamodb.connection import Connection
 from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, UpdateError
 from pynamodb.expressions.condition import Condition
@@ -33,6 +34,8 @@ from cronwheel.store.models import (
     TenantItem,
     bind,
 )
+
+logger = Logger(child=True)
 
 # DynamoDB allows 100 actions per transaction: one lease check plus 49 pairs of updates.
 _PAIRS_PER_TRANSACTION = 49
@@ -115,6 +118,11 @@ def _decode_cursor(cursor: str) -> dict[str, Any]:
     if not isinstance(decoded, dict):
         raise InvalidArgument("cursor is not one this API returned", field="cursor")
     return decoded
+
+
+def _reason_codes(error: TransactWriteError) -> list[str]:
+    reasons = error.cancellation_reasons or []
+    return sorted({r.code for r in reasons if r is not None}) or [str(error.cause_response_code)]
 
 
 def _idempotency_pk(tenant: str, key: str) -> str:
@@ -390,6 +398,10 @@ class Store:
             except TransactWriteError as error:
                 if self._lease_failed(error):
                     raise LeaseLost(lease.name) from error
+                logger.warning(
+                    "due jobs transaction cancelled; retrying one by one",
+                    extra={"jobs": len(chunk), "reasons": _reason_codes(error)},
+                )
                 for item in chunk:  # one bad apple: retry the chunk one by one
                     if self._queue_one_job(lease, item, now):
                         queued.append(item)
