@@ -12,6 +12,7 @@ import os
 import signal
 import threading
 import time
+import uuid
 import urllib.request
 from datetime import UTC, datetime
 from pathlib import Path
@@ -150,9 +151,11 @@ class LocalStack:
         )
         sqs = boto3.client("sqs", region_name=REGION, endpoint_url=self.endpoint_url)
         dynamodb = boto3.client("dynamodb", region_name=REGION, endpoint_url=self.endpoint_url)
-        names = table_names(PREFIX)
+        # moto keeps its state per process, so each stack gets its own names.
+        prefix = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
+        names = table_names(prefix)
         create_tables(dynamodb, names)
-        queue_urls = create_queues(sqs, PREFIX)
+        queue_urls = create_queues(sqs, prefix)
         self._set_env(names, queue_urls["dispatch"])
         self._seed_tenants()
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from typing import Any
@@ -176,3 +177,34 @@ def test_a_job_beyond_the_lookahead_waits_for_the_tick(api: Api, target: Recordi
     assert len(calls) == 1
     assert calls[0].received_at >= parse_instant(job["run_at"], field="").timestamp()
     assert execution["attempt"] == 1
+
+
+def test_cancel_stops_a_waiting_job_and_ignores_a_running_ones_result(
+    api: Api, target: RecordingTarget
+) -> None:
+    # Given a job an hour out and a job whose target takes 3 s
+    status, later = api.post(
+        "/v1/jobs", {"delay_s": 3600, "target": {"type": "http", "url": f"{target.base_url}/ok"}}
+    )
+    assert status == 201
+    status, slow = api.post(
+        "/v1/jobs", {"target": {"type": "http", "url": f"{target.base_url}/slow/3"}}
+    )
+    assert status == 201
+
+    # When both are cancelled (the slow one while its call is in flight)
+    status, cancelled = api.post(f"/v1/executions/{later['execution_id']}:cancel")
+    assert status == 200 and cancelled["state"] == "cancelled"
+    wait_for(lambda: target.calls_for(slow["execution_id"]))
+    status, cancelled_running = api.post(f"/v1/executions/{slow['execution_id']}:cancel")
+    assert status == 200 and cancelled_running["state"] == "cancelled"
+
+    # Then the running one stays cancelled after its target answers, and cancelling again is 412
+    time.sleep(3.5)
+    assert api.get(f"/v1/executions/{slow['execution_id']}")[1]["state"] == "cancelled"
+    assert api.post(f"/v1/executions/{slow['execution_id']}:cancel")[0] == 412
+    # And a viewer may not cancel
+    assert (
+        api.as_key("acme-viewer-key").post(f"/v1/executions/{later['execution_id']}:cancel")[0]
+        == 403
+    )

@@ -35,11 +35,11 @@ def clock() -> ManualClock:
     return ManualClock(T0)
 
 
-@pytest.fixture
-def rt(aws: None, clock: ManualClock) -> Runtime:
-    names = table_names("it")
+def provision(prefix: str) -> dict[str, str]:
+    """Create the tables and queues in moto; returns the environment a deployment would set."""
+    names = table_names(prefix)
     create_tables(boto3.client("dynamodb", region_name="us-east-1"), names)
-    urls = create_queues(boto3.client("sqs", region_name="us-east-1"), "it")
+    urls = create_queues(boto3.client("sqs", region_name="us-east-1"), prefix)
     env = Settings.environment(
         stage="test",
         table_names=names,
@@ -49,6 +49,11 @@ def rt(aws: None, clock: ManualClock) -> Runtime:
         allow_private_egress=True,
     )
     env["AWS_REGION"] = "us-east-1"
-    runtime = Runtime.build(Settings.from_env(env), clock=clock)
+    return env
+
+
+@pytest.fixture
+def rt(aws: None, clock: ManualClock) -> Runtime:
+    runtime = Runtime.build(Settings.from_env(provision("it")), clock=clock)
     runtime.store.put_tenant(Tenant(id="acme", signing_secrets=["s3cret"]))
     return runtime

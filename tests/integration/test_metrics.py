@@ -7,7 +7,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
-import boto3
 import pytest
 
 from cronwheel import metric_names as names
@@ -15,31 +14,16 @@ from cronwheel.dispatch_queue import DispatchMessage
 from cronwheel.domain.model import HttpTarget, Principal, Priority, RetryPolicy, Role, Tenant
 from cronwheel.runtime import reset_runtime, runtime
 from cronwheel.services.jobs import JobRequest, JobService
-from cronwheel.settings import Settings
 from cronwheel_local.lambda_context import LocalContext
-from cronwheel_local.provision import create_queues, create_tables, table_names
 from functions.dispatch import handler as dispatch_fn
+from tests.integration.conftest import provision
 from tests.support.target import RecordingTarget, recording_target
 
 
 @pytest.fixture
 def deployed(aws: None, monkeypatch: pytest.MonkeyPatch) -> Iterator[RecordingTarget]:
-    names_ = table_names("emf")
-    create_tables(boto3.client("dynamodb", region_name="us-east-1"), names_)
-    urls = create_queues(boto3.client("sqs", region_name="us-east-1"), "emf")
-    env = Settings.environment(
-        stage="test",
-        table_names=names_,
-        dispatch_queue_url=urls["dispatch"],
-        shards=2,
-        lookahead_s=60,
-        allow_private_egress=True,
-    )
-    for key, value in {
-        **env,
-        "AWS_REGION": "us-east-1",
-        "POWERTOOLS_SERVICE_NAME": "cronwheel",
-    }.items():
+    env = provision("emf")
+    for key, value in {**env, "POWERTOOLS_SERVICE_NAME": "cronwheel"}.items():
         monkeypatch.setenv(key, value)
     reset_runtime()
     for tenant in ("acme", "globex"):

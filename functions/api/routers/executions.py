@@ -44,6 +44,16 @@ def list_executions(
     )
 
 
+@router.post("/v1/executions/<execution_id>:cancel")
+def cancel_execution(execution_id: Annotated[str, Path(max_length=128)]) -> ExecutionOut:
+    rt = runtime()
+    return execution_out(
+        executions.cancel_execution(
+            rt.store, rt.settings, principal(router), execution_id, rt.clock.now()
+        )
+    )
+
+
 @router.get("/v1/executions/<execution_id>")
 def get_execution(execution_id: Annotated[str, Path(max_length=128)]) -> ExecutionOut:
     return execution_out(executions.get_execution(runtime().store, principal(router), execution_id))

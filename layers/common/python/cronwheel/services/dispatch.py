@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aws_lambda_powertools import Logger
@@ -24,7 +24,7 @@ from cronwheel.domain.model import (
     SqsTarget,
     Trigger,
 )
-from cronwheel.services.recording import record_attempt_end
+from cronwheel.services.recording import end_without_attempt, record_attempt_end
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
 from cronwheel.targets.http import HttpCaller
@@ -125,33 +125,21 @@ class Dispatcher:
             return self._stop(
                 execution, ExecutionState.SKIPPED, f"overlap: {running[0].id} is still running"
             )
-        now = self._clock.now()
         for older in running:
             # Its worker may still finish, but its result is rejected: it no longer holds the token.
-            self._store.transition(
-                replace(
-                    older,
-                    state=ExecutionState.CANCELLED,
-                    reason=f"replaced by {execution.id}",
-                    finished_at=now,
-                    lease_expires_at=None,
-                ),
-                expect_state=ExecutionState.RUNNING,
-                expect_token=older.fencing_token,
-                sweep_at=None,
-                expires_at=now + self._settings.history_retention,
+            end_without_attempt(
+                self._store,
+                self._settings,
+                older,
+                ExecutionState.CANCELLED,
+                f"replaced by {execution.id}",
+                self._clock.now(),
             )
         return None
 
     def _stop(self, execution: Execution, state: ExecutionState, reason: str) -> DispatchOutcome:
-        now = self._clock.now()
-        stopped = replace(execution, state=state, reason=reason, finished_at=now)
-        self._store.transition(
-            stopped,
-            expect_state=execution.state,
-            expect_token=execution.fencing_token,
-            sweep_at=None,
-            expires_at=now + self._settings.history_retention,
+        end_without_attempt(
+            self._store, self._settings, execution, state, reason, self._clock.now()
         )
         return DispatchOutcome(execution.id, execution.tenant, state, note=reason)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from cronwheel.dispatch_queue import MAX_DELAY_S, DispatchMessage, DispatchQueue
@@ -42,3 +43,25 @@ def record_attempt_end(
     if retry is not None:
         queue.send([retry], now)
     return True
+
+
+def end_without_attempt(
+    store: Store,
+    settings: Settings,
+    execution: Execution,
+    state: ExecutionState,
+    reason: str,
+    now: datetime,
+) -> bool:
+    """End an execution with a reason and no (further) attempt: skipped, cancelled.
+
+    Conditional on the state and token it was read with, so it never overrides a newer move;
+    a running attempt ended this way has its late result rejected by fencing."""
+    ended = replace(execution, state=state, reason=reason, finished_at=now, lease_expires_at=None)
+    return store.transition(
+        ended,
+        expect_state=execution.state,
+        expect_token=execution.fencing_token,
+        sweep_at=None,
+        expires_at=now + settings.history_retention,
+    )

@@ -14,6 +14,7 @@ from cronwheel.domain.schedule import Schedule, plan_firing
 from cronwheel.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from cronwheel.services.auth import require_own_tenant, require_role
 from cronwheel.services.jobs import check_payload_size
+from cronwheel.services.recording import end_without_attempt
 from cronwheel.settings import Settings
 from cronwheel.store.store import DueItem, Store
 
@@ -166,18 +167,13 @@ class ScheduleService:
         self._store.delete_schedule(schedule)
         pending = {ExecutionState.SCHEDULED, ExecutionState.QUEUED, ExecutionState.RETRY_SCHEDULED}
         for execution in self._store.executions_of(schedule.id, pending, limit=1000):
-            cancelled = replace(
+            end_without_attempt(
+                self._store,
+                self._settings,
                 execution,
-                state=ExecutionState.CANCELLED,
-                reason="schedule_deleted",
-                finished_at=now,
-            )
-            self._store.transition(
-                cancelled,
-                expect_state=execution.state,
-                expect_token=execution.fencing_token,
-                sweep_at=None,
-                expires_at=now + self._settings.history_retention,
+                ExecutionState.CANCELLED,
+                "schedule_deleted",
+                now,
             )
         self._audit(principal, "delete", schedule_id, now)
 
