@@ -12,8 +12,8 @@ import os
 import signal
 import threading
 import time
-import uuid
 import urllib.request
+import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
