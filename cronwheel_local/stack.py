@@ -218,6 +218,10 @@ class LocalStack:
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("CRONWHEEL_LOG_LEVEL", "WARNING"),
                 "POWERTOOLS_METRICS_NAMESPACE": "cronwheel",
                 "POWERTOOLS_TRACE_DISABLED": "true",
+                # EMF lines are for CloudWatch; locally they only bury the demo's output.
+                "POWERTOOLS_METRICS_DISABLED": (
+                    "false" if os.environ.get("CRONWHEEL_LOCAL_METRICS") == "1" else "true"
+                ),
             }
         )
         self._export(env)

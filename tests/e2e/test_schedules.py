@@ -113,6 +113,15 @@ def test_schedule_crud_and_validation(api: Api, target: RecordingTarget) -> None
         ({"rate": "1 second"}, "rate"),
         ({"cron": "0 * * * *", "timezone": "Mars/Olympus"}, "timezone"),
         ({"cron": "0 * * * *", "misfire": "later"}, "misfire"),
+        (
+            {
+                "cron": "0 * * * *",
+                "start_at": "2026-01-02T00:00:00Z",
+                "end_at": "2026-01-01T00:00:00Z",
+            },
+            "end_at",
+        ),
+        ({"cron": "0 * * * *", "start_at": "soon"}, "start_at"),
         ({}, "cron"),
     ):
         status, error = api.post(

@@ -121,7 +121,7 @@ class JobService:
         try:
             self._store.create_job(job, execution, body_hash=fingerprint, now=now)
         except TransactWriteError as error:
-            if request.idempotency_key is None or not Store.is_idempotency_conflict(error):
+            if request.idempotency_key is None or not Store.first_condition_failed(error):
                 raise
             # Lost a race with the same key: answer as the winner did.
             earlier = self._earlier_submission(principal, request.idempotency_key, fingerprint, now)

@@ -203,15 +203,6 @@ class Store:
             tx.save(job_item, condition=ScheduleItem.id.does_not_exist())
             tx.save(execution_item, condition=ExecutionItem.id.does_not_exist())
 
-    @staticmethod
-    def is_idempotency_conflict(error: TransactWriteError) -> bool:
-        reasons = error.cancellation_reasons
-        return (
-            bool(reasons)
-            and reasons[0] is not None
-            and reasons[0].code == ("ConditionalCheckFailed")
-        )
-
     def get_idempotency(self, tenant: str, key: str) -> IdempotencyRecord | None:
         try:
             item = IdempotencyItem.get(_idempotency_pk(tenant, key), consistent_read=True)
@@ -396,7 +387,7 @@ class Store:
                 self._queue_jobs_tx(lease, chunk, now)
                 queued.extend(chunk)
             except TransactWriteError as error:
-                if self._lease_failed(error):
+                if self.first_condition_failed(error):
                     raise LeaseLost(lease.name) from error
                 logger.warning(
                     "due jobs transaction cancelled; retrying one by one",
@@ -419,7 +410,7 @@ class Store:
             self._queue_jobs_tx(lease, [item], now)
             return True
         except TransactWriteError as error:
-            if self._lease_failed(error):
+            if self.first_condition_failed(error):
                 raise LeaseLost(lease.name) from error
         # The execution left `scheduled` (e.g. cancelled): just take the job off the due index.
         try:
@@ -427,7 +418,7 @@ class Store:
                 self._lease_check(tx, lease)
                 self._clear_due(tx, item)
         except TransactWriteError as error:
-            if self._lease_failed(error):
+            if self.first_condition_failed(error):
                 raise LeaseLost(lease.name) from error
         return False
 
@@ -454,7 +445,9 @@ class Store:
         )
 
     @staticmethod
-    def _lease_failed(error: TransactWriteError) -> bool:
+    def first_condition_failed(error: TransactWriteError) -> bool:
+        """Whether the transaction's first action failed its condition. Every transaction here
+        puts its guard first: the lease check, the idempotency record or the name lock."""
         reasons = error.cancellation_reasons
         return (
             bool(reasons)
@@ -494,7 +487,7 @@ class Store:
                 )
                 tx.save(self._schedule_item(schedule), condition=ScheduleItem.id.does_not_exist())
         except TransactWriteError as error:
-            if self._lease_failed(error):  # the first action is the name lock here
+            if self.first_condition_failed(error):
                 raise AlreadyExists(
                     f"a schedule named {schedule.name!r} already exists", field="name"
                 ) from None
@@ -520,7 +513,7 @@ class Store:
                     tx.delete(self._name_lock(schedule.tenant, old_name))
                 tx.save(self._schedule_item(schedule), condition=condition)
         except TransactWriteError as error:
-            if old_name != schedule.name and self._lease_failed(error):
+            if old_name != schedule.name and self.first_condition_failed(error):
                 raise AlreadyExists(
                     f"a schedule named {schedule.name!r} already exists", field="name"
                 ) from None
@@ -611,14 +604,14 @@ class Store:
                 self._fire_tx(lease, batch, now)
                 written.extend(batch)
             except TransactWriteError as error:
-                if lease is not None and self._lease_failed(error):
+                if lease is not None and self.first_condition_failed(error):
                     raise LeaseLost(lease.name) from error
                 for one in batch:
                     try:
                         self._fire_tx(lease, [one], now)
                         written.append(one)
                     except TransactWriteError as single_error:
-                        if lease is not None and self._lease_failed(single_error):
+                        if lease is not None and self.first_condition_failed(single_error):
                             raise LeaseLost(lease.name) from single_error
             batch.clear()
 
