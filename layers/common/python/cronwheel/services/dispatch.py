@@ -14,6 +14,7 @@ from cronwheel.clock import Clock
 from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
 from cronwheel.domain import lifecycle
 from cronwheel.domain.delivery import build_delivery, delivery_document
+from cronwheel.domain.egress import check_http_egress
 from cronwheel.domain.lifecycle import AttemptResult
 from cronwheel.domain.model import (
     Concurrency,
@@ -24,6 +25,7 @@ from cronwheel.domain.model import (
     SqsTarget,
     Trigger,
 )
+from cronwheel.errors import CronwheelError
 from cronwheel.services.recording import end_without_attempt, record_attempt_end
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
@@ -217,6 +219,11 @@ class Dispatcher:
             if error is None:
                 return AttemptResult(Outcome.SUCCEEDED, duration_ms=elapsed)
             return AttemptResult(Outcome.FAILED, error=error, duration_ms=elapsed)
+        try:
+            # Again at call time: the name may resolve elsewhere than when the target was saved.
+            check_http_egress(target.url, allow_private=self._settings.allow_private_egress)
+        except CronwheelError as refused:
+            return AttemptResult(Outcome.FAILED, error=f"egress refused: {refused.message}")
         delivery = build_delivery(execution, secret, now, target.headers)
         result = self._http.call(
             method=target.method,

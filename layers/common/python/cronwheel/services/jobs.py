@@ -11,10 +11,12 @@ from typing import Any
 from pynamodb.exceptions import TransactWriteError
 
 from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
+from cronwheel.domain.egress import check_http_egress
 from cronwheel.domain.ids import execution_id, new_id
 from cronwheel.domain.model import (
     Execution,
     ExecutionState,
+    HttpTarget,
     Job,
     Principal,
     Priority,
@@ -58,6 +60,11 @@ def body_fingerprint(body: dict[str, Any]) -> str:
     ).hexdigest()
 
 
+def check_target_egress(target: Target, settings: Settings) -> None:
+    if isinstance(target, HttpTarget):
+        check_http_egress(target.url, allow_private=settings.allow_private_egress)
+
+
 def check_payload_size(payload: dict[str, Any]) -> None:
     size = len(json.dumps(payload, separators=(",", ":")).encode())
     if size > MAX_PAYLOAD_BYTES:
@@ -79,6 +86,7 @@ class JobService:
         require_own_tenant(principal, request.tenant)
         require_role(principal, Role.OPERATOR)
         check_payload_size(request.payload)
+        check_target_egress(request.target, self._settings)
         fingerprint = body_fingerprint(json.loads(request.canonical_body or "{}"))
         if request.idempotency_key is not None:
             earlier = self._earlier_submission(principal, request.idempotency_key, fingerprint, now)

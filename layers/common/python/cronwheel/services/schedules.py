@@ -13,7 +13,7 @@ from cronwheel.domain.model import Execution, ExecutionState, Principal, Role, T
 from cronwheel.domain.schedule import Schedule, plan_firing
 from cronwheel.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from cronwheel.services.auth import require_own_tenant, require_role
-from cronwheel.services.jobs import check_payload_size
+from cronwheel.services.jobs import check_payload_size, check_target_egress
 from cronwheel.services.recording import end_without_attempt
 from cronwheel.settings import Settings
 from cronwheel.store.store import DueItem, Store
@@ -202,6 +202,7 @@ class ScheduleService:
         kinds = [k for k in ("cron", "rate", "after") if getattr(schedule, k) is not None]
         if len(kinds) != 1:
             raise InvalidArgument("give exactly one of cron, rate or after", field="cron")
+        check_target_egress(schedule.target, self._settings)
         if schedule.start_at and schedule.end_at and schedule.end_at <= schedule.start_at:
             raise InvalidArgument("end_at must be after start_at", field="end_at")
         if schedule.after is not None:
