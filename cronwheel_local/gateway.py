@@ -17,7 +17,7 @@ from .lambda_context import LocalContext
 Handler = Callable[[dict[str, Any], Any], dict[str, Any]]
 PUBLIC_PATHS = frozenset({"/v1/health"})
 # API Gateway caches an authorizer's answer per identity (Authorization header); so do we.
-AUTHORIZER_CACHE_S = 30.0
+AUTHORIZER_CACHE_S = 5.0
 
 
 def _error(status: int, code: str, message: str) -> dict[str, Any]:

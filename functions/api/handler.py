@@ -11,13 +11,13 @@ from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from . import errors
-from .routers import audit, executions, health, jobs, schedules
+from .routers import audit, executions, health, jobs, schedules, tenant
 
 MAX_BODY_BYTES = 256 * 1024
 
 logger = Logger(service="cronwheel-api")
 app = APIGatewayRestResolver(enable_validation=True)
-for module in (health, jobs, executions, schedules, audit):
+for module in (health, jobs, executions, schedules, audit, tenant):
     app.include_router(module.router)
 errors.register(app)
 

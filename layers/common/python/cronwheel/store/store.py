@@ -80,6 +80,14 @@ class ApiKeyRecord:
 
 
 @dataclass(frozen=True)
+class ApiKeyListing:
+    key_id: str
+    role: Role
+    created_at: datetime
+    revoked: bool
+
+
+@dataclass(frozen=True)
 class IdempotencyRecord:
     body_hash: str
     job_id: str
@@ -159,6 +167,31 @@ class Store:
         except DoesNotExist:
             return None
         return ApiKeyRecord(item.tenant, item.key_id, Role(item.role), bool(item.revoked))
+
+    def list_api_keys(self, tenant: str) -> list[ApiKeyListing]:
+        return [
+            ApiKeyListing(item.key_id, Role(item.role), item.created_at, bool(item.revoked))
+            for item in ApiKeyItem.by_tenant.query(tenant)
+        ]
+
+    def revoke_api_key(self, tenant: str, key_id: str) -> bool:
+        for item in ApiKeyItem.by_tenant.query(tenant, ApiKeyItem.key_id == key_id):
+            item.update(actions=[ApiKeyItem.revoked.set(True)])
+            return True
+        return False
+
+    def count_executions_in_state(self, tenant: str, state: ExecutionState) -> int:
+        return int(ExecutionItem.by_status.count(f"{tenant}#{state.value}"))
+
+    def count_executions_since(self, tenant: str, since: datetime) -> int:
+        return int(ExecutionItem.by_tenant.count(tenant, ExecutionItem.scheduled_for >= since))
+
+    def count_schedules(self, tenant: str) -> int:
+        return int(
+            ScheduleItem.by_tenant_name.count(
+                tenant, filter_condition=ScheduleItem.kind == "schedule"
+            )
+        )
 
     # -- jobs --------------------------------------------------------------------------------
 
