@@ -58,6 +58,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
             metrics.attempt_ended(outcome.tenant, outcome.state, outcome.attempt, outcome.lag_ms)
         elif outcome.tenant is not None and outcome.state is ExecutionState.SKIPPED:
             metrics.count(outcome.tenant, metric_names.SKIPPED)
+        elif outcome.tenant is not None and outcome.note == "throttled":
+            metrics.count(outcome.tenant, metric_names.THROTTLED)
         logger.info(
             "dispatched",
             extra={

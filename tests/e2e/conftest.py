@@ -24,6 +24,11 @@ CONFIG = {
             ],
         },
         {"id": "globex", "api_keys": [{"key": "globex-admin-key", "role": "admin"}]},
+        {
+            "id": "initech",
+            "max_concurrency": 3,
+            "api_keys": [{"key": "initech-operator-key", "role": "operator"}],
+        },
     ],
 }
 

@@ -14,6 +14,7 @@ from cronwheel.domain.model import ExecutionState, HttpTarget, Outcome, Priority
 from cronwheel.runtime import Runtime
 from cronwheel.services.jobs import JobRequest, JobService
 from cronwheel.services.sweeper import Sweeper
+from cronwheel.store.store import ClaimResult
 from tests.integration.conftest import ACME
 
 
@@ -59,8 +60,9 @@ def test_running_execution_past_its_lease_is_reaped_into_a_retry_then_dead(
     # Given an execution claimed by a worker that then died
     execution = _submit_now(rt, clock, monkeypatch, send=True)
     running = lifecycle.claim(execution, clock.now(), timedelta(seconds=40))
-    assert rt.store.transition(
-        running, expect_state=execution.state, expect_token=0, sweep_at=running.lease_expires_at
+    assert (
+        rt.store.claim(running, expect_state=execution.state, expect_token=0, max_concurrency=5)
+        is ClaimResult.CLAIMED
     )
     monkeypatch.setattr(rt.queue, "send", lambda messages, now: [])
     sweeper = Sweeper(rt.store, rt.queue, rt.settings)
@@ -76,8 +78,9 @@ def test_running_execution_past_its_lease_is_reaped_into_a_retry_then_dead(
 
     # And a second worker that also dies leaves it dead with reason lease_expired
     second = lifecycle.claim(after, clock.advance(10), timedelta(seconds=40))
-    assert rt.store.transition(
-        second, expect_state=after.state, expect_token=1, sweep_at=second.lease_expires_at
+    assert (
+        rt.store.claim(second, expect_state=after.state, expect_token=1, max_concurrency=5)
+        is ClaimResult.CLAIMED
     )
     sweeper.sweep(clock.advance(41))
     final = rt.store.get_execution(execution.id, consistent=True)
@@ -93,7 +96,10 @@ def test_zombie_result_is_rejected_and_the_newer_attempt_stands(
     # Given attempt 1 claimed, then presumed dead and reaped, then attempt 2 claimed
     execution = _submit_now(rt, clock, monkeypatch, send=True)
     first = lifecycle.claim(execution, clock.now(), timedelta(seconds=5))
-    assert rt.store.transition(first, expect_state=execution.state, expect_token=0, sweep_at=None)
+    assert (
+        rt.store.claim(first, expect_state=execution.state, expect_token=0, max_concurrency=5)
+        is ClaimResult.CLAIMED
+    )
     failed = lifecycle.complete(
         first, clock.advance(6), AttemptResult(Outcome.FAILED, error="lease")
     )
@@ -101,7 +107,10 @@ def test_zombie_result_is_rejected_and_the_newer_attempt_stands(
         failed, expect_state=ExecutionState.RUNNING, expect_token=1, sweep_at=None
     )
     second = lifecycle.claim(failed, clock.advance(5), timedelta(seconds=5))
-    assert rt.store.transition(second, expect_state=failed.state, expect_token=1, sweep_at=None)
+    assert (
+        rt.store.claim(second, expect_state=failed.state, expect_token=1, max_concurrency=5)
+        is ClaimResult.CLAIMED
+    )
 
     # When the zombie attempt 1 finally reports success
     zombie = lifecycle.complete(first, clock.advance(1), AttemptResult(Outcome.SUCCEEDED))

@@ -31,6 +31,8 @@ class RecordingTarget:
 
     def __init__(self) -> None:
         self.calls: list[Call] = []
+        self.max_in_flight: dict[str, int] = {}  # by tenant, the most calls open at once
+        self._in_flight: dict[str, int] = {}
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
@@ -70,11 +72,20 @@ class RecordingTarget:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 call = Call(self.path, dict(self.headers.items()), body, time.time())
+                tenant = str(json.loads(body or b"{}").get("tenant", ""))
                 with target._lock:
                     target.calls.append(call)
-                status = target._status_for(
-                    self.path, call.headers.get("X-Cronwheel-Execution-Id", "")
-                )
+                    target._in_flight[tenant] = target._in_flight.get(tenant, 0) + 1
+                    target.max_in_flight[tenant] = max(
+                        target.max_in_flight.get(tenant, 0), target._in_flight[tenant]
+                    )
+                try:
+                    status = target._status_for(
+                        self.path, call.headers.get("X-Cronwheel-Execution-Id", "")
+                    )
+                finally:
+                    with target._lock:
+                        target._in_flight[tenant] -= 1
                 answer = json.dumps({"status": status}).encode()
                 self.send_response(status)
                 self.send_header("Content-Length", str(len(answer)))

@@ -23,12 +23,13 @@ from cronwheel.domain.model import (
     HttpTarget,
     Outcome,
     SqsTarget,
+    Tenant,
     Trigger,
 )
 from cronwheel.errors import CronwheelError
 from cronwheel.services.recording import end_without_attempt, record_attempt_end
 from cronwheel.settings import Settings
-from cronwheel.store.store import Store
+from cronwheel.store.store import ClaimResult, Store
 from cronwheel.targets.http import HttpCaller
 from cronwheel.targets.sqs import SqsSender
 
@@ -37,7 +38,8 @@ logger = Logger(child=True)
 # A message may arrive a little before its due time (SQS delays are whole seconds);
 # the dispatcher waits that out instead of sending it around again.
 MAX_WAIT_S = 2.0
-_SECRET_TTL_S = 60.0
+_TENANT_TTL_S = 60.0
+THROTTLE_RETRY_S = 1
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class Dispatcher:
         self._sqs = sqs
         self._settings = settings
         self._clock = clock
-        self._secrets: dict[str, tuple[float, str]] = {}
+        self._tenants: dict[str, tuple[float, Tenant]] = {}
 
     def prefetch(self, messages: Sequence[DispatchMessage]) -> dict[str, Execution]:
         """Read a batch's executions in one call before handling them one by one."""
@@ -146,23 +148,29 @@ class Dispatcher:
         return DispatchOutcome(execution.id, execution.tenant, state, note=reason)
 
     def _run_attempt(self, execution: Execution) -> DispatchOutcome:
-        secret = (
-            self._signing_secret(execution.tenant)
-            if isinstance(execution.target, HttpTarget)
-            else ""
-        )
+        tenant = self._tenant(execution.tenant)
         started = self._clock.now()
         lease = timedelta(seconds=self._timeout_s(execution) + self._settings.worker_lease_slack_s)
         running = lifecycle.claim(execution, started, lease)
-        if not self._store.transition(
+        claimed = self._store.claim(
             running,
             expect_state=execution.state,
             expect_token=execution.fencing_token,
-            sweep_at=running.lease_expires_at,
-        ):
+            max_concurrency=tenant.max_concurrency,
+        )
+        if claimed is ClaimResult.NO_SLOT:
+            # Over the tenant's limit: wait and try again, without using up an attempt.
+            retry_at = started + timedelta(seconds=THROTTLE_RETRY_S)
+            self._queue.send(
+                [DispatchMessage(execution.id, execution.fencing_token, retry_at)], started
+            )
+            return DispatchOutcome(
+                execution.id, execution.tenant, execution.state, note="throttled"
+            )
+        if claimed is ClaimResult.LOST:
             return DispatchOutcome(execution.id, execution.tenant, None, note="claimed elsewhere")
         lag_ms = int((started - execution.next_due_at).total_seconds() * 1000)
-        result = self._call_target(running, started, secret)
+        result = self._call_target(running, started, tenant.signing_secret)
         finished = lifecycle.complete(running, self._clock.now(), result)
         if not self._record(running, finished):
             return DispatchOutcome(execution.id, execution.tenant, None, lag_ms, note="fenced out")
@@ -248,12 +256,13 @@ class Dispatcher:
             response_excerpt=result.excerpt,
         )
 
-    def _signing_secret(self, tenant_id: str) -> str:
-        cached = self._secrets.get(tenant_id)
+    def _tenant(self, tenant_id: str) -> Tenant:
+        """Limits and signing secret, cached for a minute (a warm Lambda keeps them)."""
+        cached = self._tenants.get(tenant_id)
         if cached and cached[0] > time.monotonic():
             return cached[1]
         tenant = self._store.get_tenant(tenant_id)
         if tenant is None:
             raise LookupError(f"tenant {tenant_id} not found")
-        self._secrets[tenant_id] = (time.monotonic() + _SECRET_TTL_S, tenant.signing_secret)
-        return tenant.signing_secret
+        self._tenants[tenant_id] = (time.monotonic() + _TENANT_TTL_S, tenant)
+        return tenant

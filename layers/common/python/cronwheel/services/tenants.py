@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from cronwheel.domain.ids import hash_api_key, new_api_key, new_id, new_signing_secret
-from cronwheel.domain.model import ExecutionState, Principal, Role, Tenant
+from cronwheel.domain.model import Principal, Role, Tenant
 from cronwheel.errors import NotFound
 from cronwheel.services.auth import require_role
 from cronwheel.store.store import ApiKeyListing, Store
@@ -42,7 +42,7 @@ class TenantService:
         tenant = self._tenant(principal)
         day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         usage = Usage(
-            running=self._store.count_executions_in_state(tenant.id, ExecutionState.RUNNING),
+            running=self._store.running_slots(tenant.id),
             executions_today=self._store.count_executions_since(tenant.id, day_start),
             schedules=self._store.count_schedules(tenant.id),
         )
@@ -54,7 +54,7 @@ class TenantService:
         for name, value in limits.items():
             if name in LIMIT_FIELDS:
                 setattr(tenant, name, value)
-        self._store.put_tenant(tenant)
+        self._store.update_tenant(tenant)
         self._audit(principal, "set_limits", tenant.id, now, dict(limits))
         return tenant
 
@@ -68,7 +68,7 @@ class TenantService:
         require_role(principal, Role.ADMIN)
         tenant = self._tenant(principal)
         rotated = replace(tenant, signing_secrets=[new_signing_secret(), tenant.signing_secret])
-        self._store.put_tenant(rotated)
+        self._store.update_tenant(rotated)
         self._audit(principal, "rotate_signing_secret", tenant.id, now)
         return rotated.signing_secret
 

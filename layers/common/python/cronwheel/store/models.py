@@ -173,6 +173,9 @@ class TenantItem(Model):
     max_executions_per_day = NumberAttribute()
     max_schedules = NumberAttribute()
     priority_weight = NumberAttribute()
+    # Executions of the tenant now `running`: changed only together with an execution entering
+    # or leaving that state, in one transaction, so it cannot drift.
+    running = NumberAttribute(null=True)
 
 
 class ApiKeyByTenantIndex(GlobalSecondaryIndex["ApiKeyItem"]):

@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from enum import Enum
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -40,6 +41,12 @@ logger = Logger(child=True)
 # DynamoDB allows 100 actions per transaction: one lease check plus 49 pairs of updates.
 _PAIRS_PER_TRANSACTION = 49
 IDEMPOTENCY_WINDOW = timedelta(hours=24)
+
+
+class ClaimResult(Enum):
+    CLAIMED = "claimed"
+    NO_SLOT = "no_slot"  # the tenant is at max_concurrency: try again shortly
+    LOST = "lost"  # someone else moved the execution first
 
 
 class LeaseLost(Exception):
@@ -146,7 +153,21 @@ class Store:
     # -- tenants and keys -------------------------------------------------------------------
 
     def put_tenant(self, tenant: Tenant) -> None:
+        """Create (or wholly replace) a tenant; use `update_tenant` for a live one."""
         codec.tenant_to_item(tenant).save()
+
+    def update_tenant(self, tenant: Tenant) -> None:
+        """Change limits and secrets without touching the live `running` count."""
+        TenantItem(id=tenant.id).update(
+            actions=[
+                TenantItem.signing_secrets.set(tenant.signing_secrets),
+                TenantItem.max_concurrency.set(tenant.max_concurrency),
+                TenantItem.max_executions_per_day.set(tenant.max_executions_per_day),
+                TenantItem.max_schedules.set(tenant.max_schedules),
+                TenantItem.priority_weight.set(tenant.priority_weight),
+            ],
+            condition=TenantItem.id.exists(),
+        )
 
     def get_tenant(self, tenant_id: str) -> Tenant | None:
         try:
@@ -180,8 +201,13 @@ class Store:
             return True
         return False
 
-    def count_executions_in_state(self, tenant: str, state: ExecutionState) -> int:
-        return int(ExecutionItem.by_status.count(f"{tenant}#{state.value}"))
+    def running_slots(self, tenant: str) -> int:
+        """Concurrency slots the tenant holds now (its `running` executions)."""
+        try:
+            item = TenantItem.get(tenant, consistent_read=True, attributes_to_get=["running"])
+        except DoesNotExist:
+            return 0
+        return int(item.running or 0)
 
     def count_executions_since(self, tenant: str, since: datetime) -> int:
         return int(ExecutionItem.by_tenant.count(tenant, ExecutionItem.scheduled_for >= since))
@@ -324,16 +350,61 @@ class Store:
             item.sweep_shard = shard_of(execution.id, self._settings.shards)
             item.sweep_at = sweep_at
         item.expires_at = expires_at
+        condition = (ExecutionItem.state == expect_state.value) & (
+            ExecutionItem.fencing_token == expect_token
+        )
+        if expect_state is ExecutionState.RUNNING and execution.state is not ExecutionState.RUNNING:
+            # Leaving `running` gives the tenant's concurrency slot back, in the same write.
+            try:
+                with TransactWrite(connection=self._connection) as tx:
+                    tx.save(item, condition=condition)
+                    tx.update(TenantItem(id=execution.tenant), actions=[TenantItem.running.add(-1)])
+            except TransactWriteError as error:
+                if self.first_condition_failed(error):
+                    return False
+                raise
+            return True
         try:
-            item.save(
-                condition=(ExecutionItem.state == expect_state.value)
-                & (ExecutionItem.fencing_token == expect_token)
-            )
+            item.save(condition=condition)
         except PutError as error:
             if error.cause_response_code == "ConditionalCheckFailedException":
                 return False
             raise
         return True
+
+    def claim(
+        self,
+        running: Execution,
+        *,
+        expect_state: ExecutionState,
+        expect_token: int,
+        max_concurrency: int,
+    ) -> ClaimResult:
+        """Start an attempt and take one of the tenant's concurrency slots, or neither."""
+        item = codec.execution_to_item(running)
+        item.sweep_shard = shard_of(running.id, self._settings.shards)
+        item.sweep_at = running.lease_expires_at
+        try:
+            with TransactWrite(connection=self._connection) as tx:
+                tx.save(
+                    item,
+                    condition=(ExecutionItem.state == expect_state.value)
+                    & (ExecutionItem.fencing_token == expect_token),
+                )
+                tx.update(
+                    TenantItem(id=running.tenant),
+                    actions=[TenantItem.running.add(1)],
+                    condition=TenantItem.running.does_not_exist()
+                    | (TenantItem.running < max_concurrency),
+                )
+        except TransactWriteError as error:
+            if self.first_condition_failed(error):
+                return ClaimResult.LOST
+            reasons = error.cancellation_reasons or []
+            if len(reasons) > 1 and reasons[1] is not None:
+                return ClaimResult.NO_SLOT
+            raise
+        return ClaimResult.CLAIMED
 
     def _with_sweep(self, item: ExecutionItem) -> ExecutionItem:
         """A new execution is looked at again if its message (or its tick) never comes."""
