@@ -35,37 +35,71 @@ REGION = "us-east-1"
 PREFIX = "cronwheel-local"
 
 
-def _copy_each_table_once() -> None:
-    """moto backs up a table before a TransactWriteItems once per action that touches it, so a
-    99-action transaction deep-copies the same big table 49 times. Copy each table once per
-    transaction instead (same rollback state: every backup is taken before any action runs).
+def _cheap_transaction_backups() -> None:
+    """moto backs up a whole table (a deep copy) for every action of a TransactWriteItems, so
+    each transaction costs time proportional to the table's size times its actions. Back up
+    only what a transaction can change instead: the table's item index (shallow) and deep
+    copies of the items its actions name. Rolling back restores exactly the same state.
     Local emulator speed only; safe because the emulator serves one request at a time."""
     import copy
+    from collections import defaultdict
 
     import moto.dynamodb.models as dynamodb_models
+    from moto.dynamodb.models.dynamo_type import DynamoType
+    from moto.dynamodb.models.table import Table
 
     backend = dynamodb_models.DynamoDBBackend
-    if getattr(backend.transact_write_items, "_copies_once", False):
+    if getattr(backend.transact_write_items, "_cheap_backups", False):
         return
     original = backend.transact_write_items
 
-    class _CopyOnce:
-        def __init__(self) -> None:
-            self.copies: dict[int, Any] = {}
+    def touched_keys(table: Any, transact_items: list[dict[str, Any]]) -> set[tuple[Any, Any]]:
+        keys = set()
+        for action in transact_items:
+            _, op = next(iter(action.items()))
+            if op.get("TableName") != table.name:
+                continue
+            source = op.get("Key") or op.get("Item") or {}
+            hash_value = DynamoType(source[table.hash_key_attr])
+            range_value = DynamoType(source[table.range_key_attr]) if table.range_key_attr else None
+            keys.add((hash_value, range_value))
+        return keys
 
-        def deepcopy(self, value: Any) -> Any:
-            if id(value) not in self.copies:
-                self.copies[id(value)] = copy.deepcopy(value)
-            return self.copies[id(value)]
+    def backup(table: Any, keys: set[tuple[Any, Any]]) -> Any:
+        clone = copy.copy(table)
+        clone.items = defaultdict(dict)
+        for hash_value, value in table.items.items():
+            clone.items[hash_value] = dict(value) if table.range_key_attr else value
+        for hash_value, range_value in keys:
+            if table.range_key_attr:
+                if range_value in table.items.get(hash_value, {}):
+                    clone.items[hash_value][range_value] = copy.deepcopy(
+                        table.items[hash_value][range_value]
+                    )
+            elif hash_value in table.items:
+                clone.items[hash_value] = copy.deepcopy(table.items[hash_value])
+        return clone
 
     def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
-        dynamodb_models.copy = _CopyOnce()  # type: ignore[assignment]
+        backups: dict[int, Any] = {}
+
+        class _Backups:
+            @staticmethod
+            def deepcopy(value: Any, memo: Any = None) -> Any:
+                # The module copies items too (old values for conditions and return values).
+                if not isinstance(value, Table):
+                    return copy.deepcopy(value, memo)
+                if id(value) not in backups:
+                    backups[id(value)] = backup(value, touched_keys(value, transact_items))
+                return backups[id(value)]
+
+        dynamodb_models.copy = _Backups  # type: ignore[assignment]
         try:
             original(self, transact_items)
         finally:
             dynamodb_models.copy = copy  # type: ignore[assignment]
 
-    transact_write_items._copies_once = True  # type: ignore[attr-defined]
+    transact_write_items._cheap_backups = True  # type: ignore[attr-defined]
     backend.transact_write_items = transact_write_items  # type: ignore[method-assign]
 
 
@@ -82,7 +116,7 @@ class _MotoServer:
         from werkzeug.serving import make_server
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
-        _copy_each_table_once()
+        _cheap_transaction_backups()
         app = DomainDispatcherApplication(create_backend_app)
         lock = threading.Lock()
 
