@@ -192,8 +192,9 @@ class ScheduleService:
         due = schedule.next_run_at
         if due is None or due > now + timedelta(seconds=self._settings.lookahead_s):
             return
-        item = DueItem(schedule.id, "schedule", schedule.tenant, due, None, replace(schedule))
-        plan = plan_firing(item.schedule, now, timedelta(seconds=self._settings.lookahead_s))  # type: ignore[arg-type]
+        snapshot = replace(schedule)
+        item = DueItem(schedule.id, "schedule", schedule.tenant, due, None, snapshot)
+        plan = plan_firing(snapshot, now, timedelta(seconds=self._settings.lookahead_s))
         for _, written in self._store.fire_schedules(None, [(item, plan)], now):
             self._queue.send([DispatchMessage(e.id, 0, e.due_at) for e in written.to_enqueue], now)
             schedule.next_occurrence = written.next_occurrence
