@@ -36,11 +36,5 @@ def cancel_execution(
     reason = f"cancelled by {principal.key_id}"
     if not end_without_attempt(store, settings, execution, ExecutionState.CANCELLED, reason, now):
         raise Conflict("the execution changed meanwhile; read it again and retry")
-    store.put_audit(
-        tenant=principal.tenant,
-        action="cancel",
-        actor_key_id=principal.key_id,
-        target_id=execution_id,
-        at=now,
-    )
+    store.audit(principal, "cancel", execution_id, now)
     return get_execution(store, principal, execution_id)

@@ -141,7 +141,7 @@ class ScheduleService:
             return current
         updated = replace(current, paused=paused, version=current.version + 1, updated_at=now)
         saved = self._save(current, updated, now)
-        self._audit(principal, "resume" if not paused else "pause", schedule_id, now)
+        self._store.audit(principal, "resume" if not paused else "pause", schedule_id, now)
         return saved
 
     def trigger(self, principal: Principal, schedule_id: str, now: datetime) -> Execution:
@@ -158,7 +158,7 @@ class ScheduleService:
         )
         self._store.put_new_execution(execution)
         self._queue.send([DispatchMessage(execution.id, 0, now)], now)
-        self._audit(principal, "trigger", schedule_id, now, {"execution_id": execution.id})
+        self._store.audit(principal, "trigger", schedule_id, now, {"execution_id": execution.id})
         return execution
 
     def delete(self, principal: Principal, schedule_id: str, now: datetime) -> None:
@@ -175,7 +175,7 @@ class ScheduleService:
                 "schedule_deleted",
                 now,
             )
-        self._audit(principal, "delete", schedule_id, now)
+        self._store.audit(principal, "delete", schedule_id, now)
 
     # -- helpers -----------------------------------------------------------------------------
 
@@ -224,23 +224,6 @@ class ScheduleService:
             upstream_id = upstream.after
         raise InvalidArgument(
             f"dependency chain is longer than {MAX_DEPENDENCY_DEPTH}", field="after"
-        )
-
-    def _audit(
-        self,
-        principal: Principal,
-        action: str,
-        target_id: str,
-        now: datetime,
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        self._store.put_audit(
-            tenant=principal.tenant,
-            action=action,
-            actor_key_id=principal.key_id,
-            target_id=target_id,
-            at=now,
-            details=details,
         )
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from cronwheel.domain.ids import hash_api_key, new_api_key, new_id, new_signing_secret
 from cronwheel.domain.model import Principal, Role, Tenant
@@ -55,7 +54,7 @@ class TenantService:
             if name in LIMIT_FIELDS:
                 setattr(tenant, name, value)
         self._store.update_tenant(tenant)
-        self._audit(principal, "set_limits", tenant.id, now, dict(limits))
+        self._store.audit(principal, "set_limits", tenant.id, now, dict(limits))
         return tenant
 
     def signing_secret(self, principal: Principal) -> str:
@@ -69,7 +68,7 @@ class TenantService:
         tenant = self._tenant(principal)
         rotated = replace(tenant, signing_secrets=[new_signing_secret(), tenant.signing_secret])
         self._store.update_tenant(rotated)
-        self._audit(principal, "rotate_signing_secret", tenant.id, now)
+        self._store.audit(principal, "rotate_signing_secret", tenant.id, now)
         return rotated.signing_secret
 
     def create_api_key(self, principal: Principal, role: Role, now: datetime) -> NewApiKey:
@@ -79,7 +78,7 @@ class TenantService:
         self._store.put_api_key(
             tenant=principal.tenant, key_hash=hash_api_key(key), key_id=key_id, role=role, now=now
         )
-        self._audit(principal, "create_api_key", key_id, now, {"role": role.value})
+        self._store.audit(principal, "create_api_key", key_id, now, {"role": role.value})
         return NewApiKey(ApiKeyListing(key_id, role, now, False), key)
 
     def list_api_keys(self, principal: Principal) -> list[ApiKeyListing]:
@@ -90,21 +89,4 @@ class TenantService:
         require_role(principal, Role.ADMIN)
         if not self._store.revoke_api_key(principal.tenant, key_id):
             raise NotFound(f"API key {key_id} not found")
-        self._audit(principal, "revoke_api_key", key_id, now)
-
-    def _audit(
-        self,
-        principal: Principal,
-        action: str,
-        target_id: str,
-        now: datetime,
-        details: dict[str, Any] | None = None,
-    ) -> None:
-        self._store.put_audit(
-            tenant=principal.tenant,
-            action=action,
-            actor_key_id=principal.key_id,
-            target_id=target_id,
-            at=now,
-            details=details,
-        )
+        self._store.audit(principal, "revoke_api_key", key_id, now)

@@ -20,7 +20,7 @@ from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
 
 from cronwheel.domain.ids import shard_of
-from cronwheel.domain.model import Execution, ExecutionState, Job, Role, Tenant
+from cronwheel.domain.model import Execution, ExecutionState, Job, Principal, Role, Tenant
 from cronwheel.domain.schedule import FiringPlan, Schedule
 from cronwheel.errors import AlreadyExists, InvalidArgument
 from cronwheel.settings import Settings
@@ -767,21 +767,20 @@ class Store:
 
     # -- audit -------------------------------------------------------------------------------
 
-    def put_audit(
+    def audit(
         self,
-        *,
-        tenant: str,
+        principal: Principal,
         action: str,
-        actor_key_id: str,
         target_id: str,
         at: datetime,
         details: dict[str, Any] | None = None,
     ) -> None:
+        """Record a manual action by the caller's key, in the caller's tenant."""
         AuditItem(
-            tenant=tenant,
+            tenant=principal.tenant,
             sk=f"{at.isoformat()}#{uuid.uuid4().hex[:8]}",
             action=action,
-            actor_key_id=actor_key_id,
+            actor_key_id=principal.key_id,
             target_id=target_id,
             at=at,
             details=details or {},
