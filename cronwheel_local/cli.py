@@ -84,6 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_cron(groups, common)
     _add_jobs(groups, common)
     _add_executions(groups, common)
+    _add_dlq(groups)
     return parser
 
 
@@ -675,6 +676,108 @@ def _show_execution(execution: Answer) -> None:
         _print_table(ATTEMPT_COLUMNS, attempts)
     else:
         print("no attempts yet")
+
+
+# --- dlq (talks to SQS, not to the API) --------------------------------------------------------
+
+DISPATCH_QUEUE_ENV = "CRONWHEEL_QUEUE_DISPATCH_URL"
+DEAD_LETTER_COLUMNS: list[Column] = [
+    ("EXECUTION", lambda m: m.get("execution_id") or m.get("body")),
+    ("TOKEN", lambda m: m.get("token")),
+    ("FIRST RECEIVED", lambda m: m.get("first_received_at")),
+    ("RECEIVES", lambda m: m.get("receive_count")),
+    ("MESSAGE ID", lambda m: m.get("message_id")),
+]
+
+
+def _add_dlq(groups: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    # Its own options: the DLQ is read through SQS (the dispatch queue names it), not the API.
+    sqs_options = argparse.ArgumentParser(add_help=False)
+    group = sqs_options.add_argument_group("SQS options")
+    group.add_argument(
+        "--queue-url",
+        metavar="URL",
+        help=f"the dispatch queue (default: ${DISPATCH_QUEUE_ENV}); its DLQ is found from it",
+    )
+    group.add_argument(
+        "--endpoint-url",
+        metavar="URL",
+        help="AWS endpoint, e.g. the local stack's emulator (default: $AWS_ENDPOINT_URL)",
+    )
+    group.add_argument("--region", help="AWS region (default: $AWS_REGION or us-east-1)")
+    group.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+    dlq = groups.add_parser(
+        "dlq",
+        help="the dispatch dead-letter queue: list and redrive",
+        description="Messages the dispatcher failed on max_receive_count times land here.",
+    )
+    actions = dlq.add_subparsers(dest="action", required=True, metavar="ACTION")
+    listing = actions.add_parser(
+        "list", help="count and show the messages, leaving them in place", parents=[sqs_options]
+    )
+    listing.add_argument("--limit", type=int, default=100, metavar="N", help="show at most N")
+    listing.set_defaults(run=_dlq_list)
+    redrive = actions.add_parser(
+        "redrive",
+        help="move the messages back to the dispatch queue (duplicates are no-ops there)",
+        parents=[sqs_options],
+    )
+    redrive.add_argument("--limit", type=int, metavar="N", help="move at most N (default: all)")
+    redrive.set_defaults(run=_dlq_redrive)
+
+
+def _dead_letter_queue(args: argparse.Namespace) -> Any:
+    import boto3
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    from cronwheel_local.dlq import DeadLetterQueue, NoDeadLetterQueue
+
+    queue_url = args.queue_url or os.environ.get(DISPATCH_QUEUE_ENV)
+    if not queue_url:
+        raise UsageError(
+            f"no dispatch queue: set {DISPATCH_QUEUE_ENV} or pass --queue-url "
+            "(`cronwheel local` prints it; on AWS it is the stack's dispatch queue)"
+        )
+    endpoint_url = args.endpoint_url or os.environ.get("AWS_ENDPOINT_URL") or None
+    region = args.region or os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+    session = boto3.Session(region_name=region or "us-east-1")
+    credentials: dict[str, str] = {}
+    if endpoint_url and session.get_credentials() is None:
+        # The local emulator accepts any credentials; a developer's shell may have none.
+        credentials = {"aws_access_key_id": "local", "aws_secret_access_key": "local"}
+    sqs = session.client("sqs", endpoint_url=endpoint_url, **credentials)  # type: ignore[call-overload]
+    try:
+        return DeadLetterQueue(sqs, queue_url, wait_s=0 if endpoint_url else 1)
+    except NoDeadLetterQueue as error:
+        raise UsageError(str(error)) from None
+    except (BotoCoreError, ClientError) as error:
+        raise UsageError(f"cannot read {queue_url}: {error}") from None
+
+
+def _dlq_list(args: argparse.Namespace) -> int:
+    dlq = _dead_letter_queue(args)
+    count = dlq.count()
+    letters = [letter.as_document() for letter in dlq.peek(args.limit)]
+    if getattr(args, "json", False):
+        print(json.dumps({"queue_url": dlq.url, "count": count, "messages": letters}, indent=2))
+        return EXIT_OK
+    print(f"{count} message(s) in {dlq.url}")
+    if letters:
+        print()
+        _print_table(DEAD_LETTER_COLUMNS, letters)
+    return EXIT_OK
+
+
+def _dlq_redrive(args: argparse.Namespace) -> int:
+    dlq = _dead_letter_queue(args)
+    result = dlq.redrive(args.limit)
+    if getattr(args, "json", False):
+        print(json.dumps({"moved": result.moved, "failed": result.failed}, indent=2))
+    else:
+        print(f"moved {result.moved} message(s) from {dlq.url} back to {dlq.source_url}")
+        if result.failed:
+            print(f"{result.failed} could not be sent; they stay in the DLQ")
+    return EXIT_API_ERROR if result.failed else EXIT_OK
 
 
 # --- shared options and request pieces ---------------------------------------------------------

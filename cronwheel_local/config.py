@@ -38,6 +38,8 @@ class LocalConfig:
     sweep_interval_s: float = 2.0
     delivery_grace_s: int = 60
     dispatchers: int = 4
+    # About what the emulator sustains; beyond it tenants are paced by weight (domain/pacing.py).
+    dispatch_rate_per_s: int = 16
 
 
 def _tenant(doc: Any, index: int) -> TenantConfig:
@@ -73,6 +75,7 @@ def parse_config(doc: Any) -> LocalConfig:
             sweep_interval_s=float(doc.get("sweep_interval_s", defaults.sweep_interval_s)),
             delivery_grace_s=int(doc.get("delivery_grace_s", defaults.delivery_grace_s)),
             dispatchers=int(doc.get("dispatchers", defaults.dispatchers)),
+            dispatch_rate_per_s=int(doc.get("dispatch_rate_per_s", defaults.dispatch_rate_per_s)),
         )
     except (TypeError, ValueError) as error:
         raise ConfigError(f"invalid number in config: {error}") from None

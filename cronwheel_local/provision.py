@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cronwheel.long_job_machine import long_job_definition_json
 from cronwheel.store.queues import ALL_QUEUES, QueueSpec
-from cronwheel.store.tables import ALL_TABLES, TableSpec
+from cronwheel.store.tables import ALL_TABLES, EXECUTIONS, TableSpec
 
 
 def table_names(prefix: str) -> dict[str, str]:
@@ -77,3 +78,30 @@ def _create_queue(sqs: Any, spec: QueueSpec, prefix: str) -> str:
 
 def create_queues(sqs: Any, prefix: str) -> dict[str, str]:
     return {spec.logical_name: _create_queue(sqs, spec, prefix) for spec in ALL_QUEUES}
+
+
+def dead_events_topic_name(prefix: str) -> str:
+    return f"{prefix}-dead-executions"
+
+
+def create_dead_events_topic(sns: Any, prefix: str) -> str:
+    """The stage's topic for dead-execution events (KMS-encrypted on AWS; moto ignores keys)."""
+    arn: str = sns.create_topic(Name=dead_events_topic_name(prefix))["TopicArn"]
+    return arn
+
+
+def create_long_job_machine(
+    sfn: Any, prefix: str, dispatch_queue_url: str, names: dict[str, str]
+) -> str:
+    """The long-job state machine, from the same definition the CDK deploys. moto's interpreter
+    runs it; the role is a placeholder (moto does not check IAM)."""
+    arn: str = sfn.create_state_machine(
+        name=f"{prefix}-long-jobs",
+        definition=long_job_definition_json(
+            dispatch_queue_url=dispatch_queue_url,
+            executions_table=names[EXECUTIONS.logical_name],
+        ),
+        roleArn="arn:aws:iam::123456789012:role/cronwheel-local-long-jobs",
+        type="STANDARD",
+    )["stateMachineArn"]
+    return arn

@@ -19,16 +19,23 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import boto3
-
+from cronwheel import aws_clients
 from cronwheel.domain.ids import hash_api_key
 from cronwheel.domain.model import Tenant
 from cronwheel.runtime import reset_runtime, runtime
 from cronwheel.settings import Settings
+from cronwheel.store.queues import DISPATCH
 
 from .config import LocalConfig, config_document, development_config, load_config
+from .faults import Throttling
 from .gateway import Gateway
-from .provision import create_queues, create_tables, table_names
+from .provision import (
+    create_dead_events_topic,
+    create_long_job_machine,
+    create_queues,
+    create_tables,
+    table_names,
+)
 from .workers import SqsEventSource, Timer
 
 REGION = "us-east-1"
@@ -107,7 +114,7 @@ class _MotoServer:
     """moto's server, one request at a time: its backends are not safe under concurrent
     writes (a TransactWriteItems deep-copies tables other threads are changing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, faults: Throttling | None = None) -> None:
         from moto.moto_server.werkzeug_app import (
             DomainDispatcherApplication,
             MotoRequestHandler,
@@ -116,11 +123,16 @@ class _MotoServer:
         from werkzeug.serving import make_server
 
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
+        # The interpreter logs every Fail state as an error; for long jobs they are outcomes.
+        logging.getLogger("moto.stepfunctions.parser").setLevel(logging.CRITICAL)
         _cheap_transaction_backups()
         app = DomainDispatcherApplication(create_backend_app)
         lock = threading.Lock()
 
         def serialized(environ: dict[str, Any], start_response: Any) -> Any:
+            injected = faults.intercept(environ, start_response) if faults else None
+            if injected is not None:
+                return injected
             with lock:
                 return list(app(environ, start_response))
 
@@ -143,8 +155,15 @@ class _MotoServer:
 class LocalStack:
     """Start with `start()` (or as a context manager); `url` is the API's base URL."""
 
-    def __init__(self, config: LocalConfig, host: str = "127.0.0.1", port: int = 8080) -> None:
+    def __init__(
+        self,
+        config: LocalConfig,
+        host: str = "127.0.0.1",
+        port: int = 8080,
+        faults: Throttling | None = None,
+    ) -> None:
         self.config = config
+        self.faults = faults
         self._host = host
         self._port = port
         self._stop = threading.Event()
@@ -153,6 +172,8 @@ class LocalStack:
         self._moto: _MotoServer | None = None
         self._gateway: Gateway | None = None
         self.endpoint_url = ""
+        self.dead_topic_arn: str | None = None  # subscribe here to see dead-execution events
+        self.long_job_state_machine_arn: str | None = None  # runs callback and long jobs
 
     @property
     def url(self) -> str:
@@ -168,7 +189,7 @@ class LocalStack:
         self.stop()
 
     def start(self) -> None:
-        self._moto = _MotoServer()
+        self._moto = _MotoServer(self.faults)
         self.endpoint_url = self._moto.url
         _post_json(
             f"{self.endpoint_url}/moto-api/config",
@@ -181,15 +202,27 @@ class LocalStack:
                 "AWS_DEFAULT_REGION": REGION,
                 "AWS_ACCESS_KEY_ID": "local",
                 "AWS_SECRET_ACCESS_KEY": "local",
+                # moto's Step Functions interpreter calls SQS and DynamoDB on this port.
+                "MOTO_PORT": self.endpoint_url.rsplit(":", 1)[1],
             }
         )
-        sqs = boto3.client("sqs", region_name=REGION, endpoint_url=self.endpoint_url)
-        dynamodb = boto3.client("dynamodb", region_name=REGION, endpoint_url=self.endpoint_url)
+        # The same retry policy as the handlers: Lambda's event source retries throttling too.
+        sqs = aws_clients.client("sqs", REGION, self.endpoint_url)
+        dynamodb = aws_clients.client("dynamodb", REGION, self.endpoint_url)
         # moto keeps its state per process, so each stack gets its own names.
         prefix = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
         names = table_names(prefix)
         create_tables(dynamodb, names)
         queue_urls = create_queues(sqs, prefix)
+        self.dead_topic_arn = create_dead_events_topic(
+            aws_clients.client("sns", REGION, self.endpoint_url), prefix
+        )
+        self.long_job_state_machine_arn = create_long_job_machine(
+            aws_clients.client("stepfunctions", REGION, self.endpoint_url),
+            prefix,
+            queue_urls["dispatch"],
+            names,
+        )
         self._set_env(names, queue_urls["dispatch"])
         self._seed_tenants()
 
@@ -244,10 +277,13 @@ class LocalStack:
             shards=self.config.shards,
             lookahead_s=self.config.lookahead_s,
             allow_private_egress=True,
+            dead_letter_topic_arn=self.dead_topic_arn,
+            long_job_state_machine_arn=self.long_job_state_machine_arn,
         )
         env.update(
             {
                 "CRONWHEEL_DELIVERY_GRACE_S": str(self.config.delivery_grace_s),
+                "CRONWHEEL_DISPATCH_RATE_PER_S": str(self.config.dispatch_rate_per_s),
                 "CRONWHEEL_SHARD_LEASE_S": str(max(5, int(self.config.tick_interval_s * 5))),
                 "POWERTOOLS_LOG_LEVEL": os.environ.get("CRONWHEEL_LOG_LEVEL", "WARNING"),
                 "POWERTOOLS_METRICS_NAMESPACE": "cronwheel",
@@ -322,9 +358,15 @@ def serve(
     signal.signal(signal.SIGTERM, _on_signal)
     with LocalStack(config, host, port) as stack:
         print(f"cronwheel local stack is up at {stack.url}")
+        # Where to create Secrets Manager secrets that target headers reference.
+        print(f"  AWS emulator (DynamoDB, SQS, Secrets Manager) at {stack.endpoint_url}")
         if admin_key:
             print(f"  export CRONWHEEL_URL={stack.url}")
             print(f"  export CRONWHEEL_API_KEY={admin_key}")
+        print(
+            "  dead letters: cronwheel dlq list"
+            f" --endpoint-url {stack.endpoint_url} --queue-url {os.environ[DISPATCH.env_var]}"
+        )
         if demo and admin_key:
             from .demo import run_demo
 

@@ -74,6 +74,9 @@ class StageSettings:
     # Functions.
     lambda_memory_mb: int
     dispatch_max_concurrency: int
+    # First attempts one dispatcher container starts per second before tenants are paced by
+    # weight (docs/tenancy.md).
+    dispatch_rate_per_s: int
     log_retention_days: int
     # Data.
     protect_data: bool
@@ -114,6 +117,8 @@ def _check(settings: StageSettings) -> StageSettings:
         problems.append("lambda_memory_mb must be within 128-10240")
     if not 2 <= settings.dispatch_max_concurrency <= 1000:
         problems.append("dispatch_max_concurrency must be within 2-1000 (SQS event source limit)")
+    if not 1 <= settings.dispatch_rate_per_s <= 10_000:
+        problems.append("dispatch_rate_per_s must be within 1-10000")
     if settings.log_retention_days not in _RETENTION_BY_DAYS:
         problems.append(
             f"log_retention_days must be one of {sorted(_RETENTION_BY_DAYS)} (CloudWatch Logs)"

@@ -21,6 +21,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from cronwheel import metric_names
+from cronwheel.domain.model import SECRET_NAME_PREFIX
 from cronwheel.settings import Settings
 from cronwheel.store.tables import (
     ALL_TABLES,
@@ -36,6 +37,7 @@ from cronwheel.store.tables import (
 from infra.config import StageSettings
 from infra.data import Data
 from infra.layers import ARCHITECTURE, RUNTIME, Layers
+from infra.long_jobs import LongJobs
 from infra.nag import acknowledge
 from infra.paths import ASSET_EXCLUDES, FUNCTIONS_DIR
 from infra.queues import Queues
@@ -84,6 +86,8 @@ class FunctionSpec:
     sends_to_dispatch: bool = False
     reads_target_secrets: bool = False
     sends_to_target_queues: bool = False
+    publishes_dead_events: bool = False
+    runs_long_jobs: bool = False  # starts the long-job state machine or reports on its tasks
 
 
 def _rw(*specs: TableSpec) -> dict[str, Access]:
@@ -102,6 +106,8 @@ API_FN = FunctionSpec(
     Duration.seconds(29),
     tables=_rw(SCHEDULES, EXECUTIONS, TENANTS, API_KEYS, AUDIT, IDEMPOTENCY),
     sends_to_dispatch=True,
+    publishes_dead_events=True,
+    runs_long_jobs=True,
 )
 AUTHORIZER_FN = FunctionSpec(
     "authorizer",
@@ -128,6 +134,8 @@ DISPATCH_FN = FunctionSpec(
     sends_to_dispatch=True,
     reads_target_secrets=True,
     sends_to_target_queues=True,
+    publishes_dead_events=True,
+    runs_long_jobs=True,
 )
 SWEEPER_FN = FunctionSpec(
     "sweeper",
@@ -136,6 +144,7 @@ SWEEPER_FN = FunctionSpec(
     Duration.seconds(55),
     tables={**_rw(EXECUTIONS, SCHEDULES, LEASES), **_ro(TENANTS)},
     sends_to_dispatch=True,
+    publishes_dead_events=True,
 )
 ALL_FUNCTIONS: tuple[FunctionSpec, ...] = (API_FN, AUTHORIZER_FN, TICK_FN, DISPATCH_FN, SWEEPER_FN)
 
@@ -237,12 +246,14 @@ class Functions(Construct):
         data: Data,
         queues: Queues,
         layers: Layers,
+        long_jobs: LongJobs | None = None,
     ) -> None:
         super().__init__(scope, construct_id)
         self._settings = settings
         self._data = data
         self._queues = queues
-        self.environment = _build_environment(settings, data, queues)
+        self._long_jobs = long_jobs
+        self.environment = _build_environment(settings, data, queues, long_jobs)
         self._factory = FunctionFactory(
             self, settings=settings, layers=layers, environment=self.environment
         )
@@ -280,26 +291,30 @@ class Functions(Construct):
             self._grant_table(role, self._data.tables[logical_name], logical_name, access)
         if spec.sends_to_dispatch:
             self._queues.dispatch.grant_send_messages(role)
+        if spec.publishes_dead_events:
+            self._queues.grant_publish_dead_executions(role)
+        if spec.runs_long_jobs and self._long_jobs is not None:
+            self._long_jobs.grant_run(role)
         stack = Stack.of(self)
         if spec.reads_target_secrets:
+            # Target headers reference secrets named cronwheel/<tenant id>/...; the API refuses
+            # a reference outside the caller's own prefix (docs/security.md).
             secrets = stack.format_arn(
                 service="secretsmanager",
                 resource="secret",
-                resource_name=f"cronwheel/{self._settings.name}/*",
+                resource_name=f"{SECRET_NAME_PREFIX}*",
                 arn_format=ArnFormat.COLON_RESOURCE_NAME,
             )
             role.add_to_principal_policy(
-                iam.PolicyStatement(
-                    actions=["secretsmanager:GetSecretValue", "secretsmanager:DescribeSecret"],
-                    resources=[secrets],
-                )
+                iam.PolicyStatement(actions=["secretsmanager:GetSecretValue"], resources=[secrets])
             )
             acknowledge(
                 role,
                 f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:secretsmanager:<AWS::Region>:"
-                f"<AWS::AccountId>:secret:cronwheel/{self._settings.name}/*]",
-                "Targets reference secrets that tenants create at run time; the role reads "
-                "only secrets under this stage's cronwheel/<stage>/ name prefix.",
+                f"<AWS::AccountId>:secret:{SECRET_NAME_PREFIX}*]",
+                "Targets reference secrets that tenants create after deployment; the role may "
+                "only read (GetSecretValue) secrets under the cronwheel/ name prefix, and the "
+                "API lets a tenant reference only its own cronwheel/<tenant id>/ names.",
             )
         if spec.sends_to_target_queues:
             target_queues = stack.format_arn(
@@ -359,7 +374,9 @@ class Functions(Construct):
         )
 
 
-def _build_environment(settings: StageSettings, data: Data, queues: Queues) -> dict[str, str]:
+def _build_environment(
+    settings: StageSettings, data: Data, queues: Queues, long_jobs: LongJobs | None
+) -> dict[str, str]:
     environment = Settings.environment(
         stage=settings.name,
         table_names=data.table_names(),
@@ -367,6 +384,8 @@ def _build_environment(settings: StageSettings, data: Data, queues: Queues) -> d
         shards=settings.shards,
         lookahead_s=settings.lookahead_s,
         allow_private_egress=settings.allow_private_egress,
+        dead_letter_topic_arn=queues.dead_executions.topic_arn,
+        long_job_state_machine_arn=long_jobs.state_machine_arn if long_jobs else None,
     )
     environment.update(
         {
@@ -374,6 +393,7 @@ def _build_environment(settings: StageSettings, data: Data, queues: Queues) -> d
             "CRONWHEEL_DELIVERY_GRACE_S": str(settings.delivery_grace_s),
             "CRONWHEEL_WORKER_LEASE_SLACK_S": str(settings.worker_lease_slack_s),
             "CRONWHEEL_HISTORY_RETENTION_DAYS": str(settings.history_retention_days),
+            "CRONWHEEL_DISPATCH_RATE_PER_S": str(settings.dispatch_rate_per_s),
             "POWERTOOLS_METRICS_NAMESPACE": metric_names.NAMESPACE,
         }
     )

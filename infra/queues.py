@@ -1,8 +1,12 @@
-"""Queues: the SQS queues of `cronwheel.store.queues`, each with its own dead-letter queue."""
+"""Queues: the SQS queues of `cronwheel.store.queues`, each with its own dead-letter queue, and
+the topic that announces executions that end `dead`."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration
+from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
@@ -39,6 +43,8 @@ class Queues(Construct):
             self.queues[spec.logical_name], self.dead_letter_queues[spec.logical_name] = (
                 self._build_queue(spec)
             )
+        self.dead_executions_key = self._build_dead_executions_key()
+        self.dead_executions = self._build_dead_executions_topic()
 
     @property
     def dispatch(self) -> sqs.Queue:
@@ -47,6 +53,42 @@ class Queues(Construct):
     @property
     def dispatch_dlq(self) -> sqs.Queue:
         return self.dead_letter_queues[DISPATCH.logical_name]
+
+    def grant_publish_dead_executions(self, role: iam.IRole) -> None:
+        """Publish to the dead-executions topic: `sns:Publish` on it and the two key actions
+        SNS needs to encrypt the message with its key, by name (no action wildcards)."""
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["sns:Publish"], resources=[self.dead_executions.topic_arn])
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=["kms:Decrypt", "kms:GenerateDataKey"],
+                resources=[self.dead_executions_key.key_arn],
+            )
+        )
+
+    def _build_dead_executions_key(self) -> kms.Key:
+        return kms.Key(
+            self,
+            "DeadExecutionsTopicKey",
+            description=f"{self._settings.stack_name}: encrypts the dead-executions topic",
+            enable_key_rotation=True,
+            removal_policy=RemovalPolicy.RETAIN
+            if self._settings.protect_data
+            else RemovalPolicy.DESTROY,
+        )
+
+    def _build_dead_executions_topic(self) -> sns.Topic:
+        """One message per execution that ends `dead`, with the message attribute `tenant`:
+        each tenant's alerting subscribes with the filter policy {"tenant": ["<id>"]}."""
+        return sns.Topic(
+            self,
+            "DeadExecutionsTopic",
+            topic_name=self._settings.resource_name("dead-executions"),
+            display_name=f"cronwheel {self._settings.name} dead executions",
+            master_key=self.dead_executions_key,
+            enforce_ssl=True,
+        )
 
     def _build_queue(self, spec: QueueSpec) -> tuple[sqs.Queue, sqs.Queue]:
         name = spec.logical_name.capitalize()

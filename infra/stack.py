@@ -14,6 +14,7 @@ from infra.config import StageSettings
 from infra.data import Data
 from infra.functions import Functions
 from infra.layers import Layers
+from infra.long_jobs import LongJobs
 from infra.observability import Observability
 from infra.queues import Queues
 from infra.ticking import Ticking
@@ -44,6 +45,13 @@ class CronwheelStack(Stack):
         )
         self.queues = Queues(self, "Queues", settings=settings)
         self.layers = Layers(self, "Layers")
+        self.long_jobs = LongJobs(
+            self,
+            "LongJobs",
+            settings=settings,
+            executions=self.data.executions,
+            dispatch_queue=self.queues.dispatch,
+        )
         self.functions = Functions(
             self,
             "Functions",
@@ -51,6 +59,7 @@ class CronwheelStack(Stack):
             data=self.data,
             queues=self.queues,
             layers=self.layers,
+            long_jobs=self.long_jobs,
         )
         self.api = Api(self, "Api", settings=settings, functions=self.functions)
         self.ticking = Ticking(self, "Ticking", settings=settings, functions=self.functions)
@@ -68,6 +77,12 @@ class CronwheelStack(Stack):
 
         CfnOutput(self, "ApiUrl", value=self.api.url, description="Base URL; routes under v1/")
         CfnOutput(self, "AlarmTopicArn", value=self.observability.topic.topic_arn)
+        CfnOutput(
+            self,
+            "DeadExecutionsTopicArn",
+            value=self.queues.dead_executions.topic_arn,
+            description="Dead-execution events; subscribe with a filter policy on `tenant`",
+        )
         CfnOutput(self, "ArchiveBucketName", value=self.archive.bucket.bucket_name)
         CfnOutput(
             self,

@@ -2,34 +2,44 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from cronwheel.domain.instants import parse_instant
-from cronwheel.domain.model import HttpTarget, RetryPolicy, SqsTarget, Target
+from cronwheel.domain.model import (
+    HeaderValue,
+    HttpTarget,
+    RetryPolicy,
+    SecretRef,
+    SqsTarget,
+    Target,
+)
 from cronwheel.errors import InvalidArgument
 
-from .schemas import HttpTargetIn, RetryIn, SqsTargetIn, _ScheduleFields
-
-# Long and callback jobs run under Step Functions, which is not built yet.
-MAX_INLINE_TIMEOUT_S = 840
+from .schemas import HttpTargetIn, RetryIn, SecretRefIn, SqsTargetIn, _ScheduleFields
 
 
 def domain_target(target: HttpTargetIn | SqsTargetIn) -> Target:
     if isinstance(target, SqsTargetIn):
-        return SqsTarget(queue_url=target.queue_url)
-    if target.callback or target.timeout_s > MAX_INLINE_TIMEOUT_S:
-        raise InvalidArgument(
-            f"callback targets and timeout_s over {MAX_INLINE_TIMEOUT_S} need long-job support, "
-            "which this deployment does not have yet",
-            field="target.timeout_s" if not target.callback else "target.callback",
-        )
+        return SqsTarget(queue_url=target.queue_url, rate_limit_per_s=target.rate_limit_per_s)
+    # Callback targets and timeout_s over 840 s run as long jobs (docs/long-jobs.md).
     return HttpTarget(
         url=target.url,
         method=target.method,
-        headers=dict(target.headers),
+        headers=domain_headers(target.headers),
         timeout_s=target.timeout_s,
         callback=target.callback,
+        heartbeat_s=target.heartbeat_s,
+        rate_limit_per_s=target.rate_limit_per_s,
     )
+
+
+def domain_headers(headers: Mapping[str, str | SecretRefIn]) -> dict[str, HeaderValue]:
+    """A secret header becomes a reference; its value is read only when the target is called."""
+    return {
+        name: SecretRef(value.secret) if isinstance(value, SecretRefIn) else value
+        for name, value in headers.items()
+    }
 
 
 def domain_retry(retry: RetryIn) -> RetryPolicy:

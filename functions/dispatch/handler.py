@@ -31,7 +31,9 @@ def _dispatcher() -> Dispatcher:
     key = id(rt)
     if key not in _dispatchers:
         _dispatchers.clear()
-        _dispatchers[key] = Dispatcher(rt.store, rt.queue, rt.http, rt.sqs, rt.settings, rt.clock)
+        _dispatchers[key] = Dispatcher(
+            rt.store, rt.queue, rt.http, rt.sqs, rt.settings, rt.clock, rt.secrets
+        )
     return _dispatchers[key]
 
 

@@ -17,7 +17,7 @@ logger = Logger(service="cronwheel-sweeper")
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     rt = runtime()
-    report = Sweeper(rt.store, rt.queue, rt.settings).sweep(rt.clock.now())
+    report = Sweeper(rt.store, rt.queue, rt.settings, rt.dead_events).sweep(rt.clock.now())
     metrics = TenantMetrics()
     for tenant, state, attempt in report.ended:
         metrics.attempt_ended(tenant, state, attempt, lag_ms=None)

@@ -29,6 +29,22 @@ CONFIG = {
             "max_concurrency": 3,
             "api_keys": [{"key": "initech-operator-key", "role": "operator"}],
         },
+        # The route matrix (test_route_matrix.py) acts in umbrella and probes hooli's records;
+        # the OpenAPI fuzzer (test_openapi_fuzz.py) deletes keys and rotates secrets in fuzz.
+        {
+            "id": "umbrella",
+            "api_keys": [
+                {"key": "umbrella-admin-key", "role": "admin"},
+                {"key": "umbrella-operator-key", "role": "operator"},
+                {"key": "umbrella-viewer-key", "role": "viewer"},
+            ],
+        },
+        {"id": "hooli", "api_keys": [{"key": "hooli-admin-key", "role": "admin"}]},
+        {"id": "fuzz", "api_keys": [{"key": "fuzz-admin-key", "role": "admin"}]},
+        # Quotas (test_quotas.py) and fairness between a noisy and a quiet tenant (test_fairness.py).
+        {"id": "quotaco", "api_keys": [{"key": "quotaco-admin-key", "role": "admin"}]},
+        {"id": "noisyco", "api_keys": [{"key": "noisyco-operator-key", "role": "operator"}]},
+        {"id": "quietco", "api_keys": [{"key": "quietco-operator-key", "role": "operator"}]},
     ],
 }
 

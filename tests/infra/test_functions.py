@@ -83,6 +83,7 @@ def test_every_function_gets_the_settings_environment(synthesized: Any, stage: s
             "true" if settings.allow_private_egress else "false"
         )
         assert env["CRONWHEEL_SHARD_LEASE_S"] == str(settings.shard_lease_s)
+        assert env["CRONWHEEL_DISPATCH_RATE_PER_S"] == str(settings.dispatch_rate_per_s)
 
 
 def _allowed(template: dict[str, Any], key: str) -> list[tuple[str, Any]]:

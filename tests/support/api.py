@@ -9,12 +9,13 @@ from typing import Any
 
 
 class Api:
-    def __init__(self, base_url: str, key: str | None) -> None:
+    def __init__(self, base_url: str, key: str | None, timeout_s: float = 30) -> None:
         self.base_url = base_url
         self.key = key
+        self.timeout_s = timeout_s
 
     def as_key(self, key: str | None) -> Api:
-        return Api(self.base_url, key)
+        return Api(self.base_url, key, self.timeout_s)
 
     def call(
         self,
@@ -33,7 +34,7 @@ class Api:
             self.base_url + path, data=data, method=method, headers=headers
         )
         try:
-            with urllib.request.urlopen(request, timeout=30) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout_s) as response:
                 text = response.read()
                 return response.status, json.loads(text) if text else None
         except urllib.error.HTTPError as error:

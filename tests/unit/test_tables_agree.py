@@ -37,9 +37,8 @@ def test_model_keys_and_indexes_match_the_spec(model: type) -> None:
 
 
 def test_every_table_has_a_model() -> None:
-    assert sorted(_spec_of(m).logical_name for m in ALL_MODELS) == sorted(
-        t.logical_name for t in ALL_TABLES
-    )
+    # A table may hold more than one kind of item (leases also holds target rate buckets).
+    assert {_spec_of(m).logical_name for m in ALL_MODELS} == {t.logical_name for t in ALL_TABLES}
 
 
 @pytest.mark.parametrize("spec", ALL_TABLES, ids=lambda s: s.logical_name)

@@ -2,18 +2,20 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from aws_lambda_powertools.event_handler.openapi.params import Path, Query
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 
-from cronwheel.domain.instants import parse_instant
+from cronwheel.domain.instants import format_instant, parse_instant
 from cronwheel.domain.model import ExecutionState
+from cronwheel.observability import TenantMetrics
 from cronwheel.runtime import runtime
-from cronwheel.services import executions
+from cronwheel.services import callbacks, executions
+from cronwheel.step_functions import machine_for
 from cronwheel.store.store import ExecutionQuery
 
 from ..context import principal
 from ..presenters import execution_out
-from ..schemas import ExecutionOut, ExecutionPage
+from ..schemas import CompleteIn, ExecutionOut, ExecutionPage, HeartbeatIn, HeartbeatOut
 
 router = APIGatewayRouter()
 
@@ -52,6 +54,45 @@ def cancel_execution(execution_id: Annotated[str, Path(max_length=128)]) -> Exec
             rt.store, rt.settings, principal(router), execution_id, rt.clock.now()
         )
     )
+
+
+@router.post("/v1/executions/<execution_id>:heartbeat")
+def heartbeat_execution(
+    execution_id: Annotated[str, Path(max_length=128)], body: Annotated[HeartbeatIn, Body()]
+) -> HeartbeatOut:
+    rt = runtime()
+    lease_end = callbacks.heartbeat(
+        rt.store,
+        rt.settings,
+        machine_for(rt.settings),
+        principal(router),
+        execution_id,
+        body.fencing_token,
+        rt.clock.now(),
+    )
+    return HeartbeatOut(lease_expires_at=format_instant(lease_end))
+
+
+@router.post("/v1/executions/<execution_id>:complete")
+def complete_execution(
+    execution_id: Annotated[str, Path(max_length=128)], body: Annotated[CompleteIn, Body()]
+) -> ExecutionOut:
+    rt = runtime()
+    completion = callbacks.Completion(body.fencing_token, body.status, body.output, body.error)
+    finished = callbacks.complete(
+        rt.store,
+        rt.queue,
+        rt.settings,
+        machine_for(rt.settings),
+        principal(router),
+        execution_id,
+        completion,
+        rt.clock.now(),
+    )
+    metrics = TenantMetrics()
+    metrics.attempt_ended(finished.tenant, finished.state, finished.attempt, None)
+    metrics.flush()
+    return execution_out(finished)
 
 
 @router.get("/v1/executions/<execution_id>")

@@ -14,16 +14,9 @@ from cronwheel.services.jobs import JobRequest, JobService
 from ..context import principal
 from ..convert import domain_target
 from ..presenters import job_out
-from ..schemas import ErrorOut, JobIn, JobOut
+from ..schemas import JobIn, JobOut
 
 router = APIGatewayRouter()
-ERRORS = {
-    code: {
-        "description": "error",
-        "content": {"application/json": {"schema": ErrorOut.model_json_schema()}},
-    }
-    for code in (400, 401, 403, 404, 409, 413)
-}
 
 
 def _service() -> JobService:
@@ -36,7 +29,6 @@ def _service() -> JobService:
     responses={
         201: {"description": "created"},
         200: {"description": "same idempotency_key and body: the original job"},
-        **ERRORS,
     },
 )
 def submit_job(body: Annotated[JobIn, Body()]) -> Response[JobOut]:
@@ -61,7 +53,7 @@ def submit_job(body: Annotated[JobIn, Body()]) -> Response[JobOut]:
     )
 
 
-@router.get("/v1/jobs/<job_id>", responses=ERRORS)
+@router.get("/v1/jobs/<job_id>")
 def get_job(job_id: Annotated[str, Path(max_length=128)]) -> JobOut:
     job, execution = _service().get(principal(router), job_id)
     return job_out(job, execution)

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import boto3
-
+from cronwheel import aws_clients
 from cronwheel.domain.instants import format_instant
 from cronwheel.settings import Settings
 
@@ -23,20 +22,29 @@ _BATCH = 10
 
 @dataclass(frozen=True)
 class DispatchMessage:
-    """Run attempt `token + 1` of an execution, not before `due_at`."""
+    """Run attempt `token + 1` of an execution, not before `due_at`.
+
+    With a `task_token` it is the long-job state machine's hand-over instead: deliver the
+    running attempt `token` of a long job to its target (see `long_job_machine`)."""
 
     execution_id: str
     token: int
     due_at: datetime
+    task_token: str | None = None
+    # Already admitted by fair pacing (or a limit): not paced again when it comes back.
+    paced: bool = False
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "execution_id": self.execution_id,
-                "token": self.token,
-                "due_at": format_instant(self.due_at),
-            }
-        )
+        doc: dict[str, Any] = {
+            "execution_id": self.execution_id,
+            "token": self.token,
+            "due_at": format_instant(self.due_at),
+        }
+        if self.task_token is not None:
+            doc["task_token"] = self.task_token
+        if self.paced:
+            doc["paced"] = True
+        return json.dumps(doc)
 
     @classmethod
     def from_json(cls, body: str) -> DispatchMessage:
@@ -45,6 +53,8 @@ class DispatchMessage:
             execution_id=str(doc["execution_id"]),
             token=int(doc["token"]),
             due_at=datetime.fromisoformat(str(doc["due_at"])),
+            task_token=str(doc["task_token"]) if doc.get("task_token") else None,
+            paced=bool(doc.get("paced", False)),
         )
 
 
@@ -57,8 +67,8 @@ def delay_for(due_at: datetime, now: datetime) -> int:
 class DispatchQueue:
     def __init__(self, settings: Settings, client: SQSClient | None = None) -> None:
         self._url = settings.dispatch_queue_url
-        self._client: SQSClient = client or boto3.client(
-            "sqs", region_name=settings.region, endpoint_url=settings.endpoint_url
+        self._client: SQSClient = client or aws_clients.client(
+            "sqs", settings.region, settings.endpoint_url
         )
 
     def send(self, messages: Sequence[DispatchMessage], now: datetime) -> list[DispatchMessage]:

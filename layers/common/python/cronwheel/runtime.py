@@ -6,10 +6,12 @@ import threading
 from dataclasses import dataclass
 
 from cronwheel.clock import Clock, SystemClock
+from cronwheel.dead_events import DeadEventPublisher, publisher_for
 from cronwheel.dispatch_queue import DispatchQueue
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
 from cronwheel.targets.http import HttpCaller
+from cronwheel.targets.secrets import SecretResolver
 from cronwheel.targets.sqs import SqsSender
 
 
@@ -21,6 +23,8 @@ class Runtime:
     http: HttpCaller
     sqs: SqsSender
     clock: Clock
+    secrets: SecretResolver
+    dead_events: DeadEventPublisher
 
     @classmethod
     def build(cls, settings: Settings, clock: Clock | None = None) -> Runtime:
@@ -31,6 +35,8 @@ class Runtime:
             http=HttpCaller(),
             sqs=SqsSender(settings.region, settings.endpoint_url),
             clock=clock or SystemClock(),
+            secrets=SecretResolver(settings.region, settings.endpoint_url),
+            dead_events=publisher_for(settings),
         )
 
 

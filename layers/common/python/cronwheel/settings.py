@@ -10,6 +10,9 @@ from datetime import timedelta
 from cronwheel.store.queues import DISPATCH
 from cronwheel.store.tables import ALL_TABLES
 
+DEAD_TOPIC_ENV = "CRONWHEEL_DEAD_TOPIC_ARN"
+LONG_JOB_MACHINE_ENV = "CRONWHEEL_LONG_JOB_STATE_MACHINE_ARN"
+
 
 class SettingsError(RuntimeError):
     """A required environment variable is missing or malformed."""
@@ -58,7 +61,12 @@ class Settings:
     worker_lease_slack_s: int
     allow_private_egress: bool
     history_retention_days: int = 30
+    # First attempts started per second by one dispatcher runtime before tenants are paced by
+    # weight (0: no pacing). See domain/pacing.py.
+    dispatch_rate_per_s: int = 0
     endpoint_url: str | None = None
+    dead_letter_topic_arn: str | None = None  # where `dead` executions are announced
+    long_job_state_machine_arn: str | None = None  # runs callback and long jobs
 
     @property
     def history_retention(self) -> timedelta:
@@ -87,7 +95,10 @@ class Settings:
             worker_lease_slack_s=_int(env, "CRONWHEEL_WORKER_LEASE_SLACK_S", 30),
             allow_private_egress=_bool(env, "CRONWHEEL_ALLOW_PRIVATE_EGRESS", False),
             history_retention_days=_int(env, "CRONWHEEL_HISTORY_RETENTION_DAYS", 30),
+            dispatch_rate_per_s=_int(env, "CRONWHEEL_DISPATCH_RATE_PER_S", 0),
             endpoint_url=env.get("AWS_ENDPOINT_URL") or None,
+            dead_letter_topic_arn=env.get(DEAD_TOPIC_ENV, "").strip() or None,
+            long_job_state_machine_arn=env.get(LONG_JOB_MACHINE_ENV, "").strip() or None,
         )
 
     @staticmethod
@@ -99,6 +110,8 @@ class Settings:
         shards: int,
         lookahead_s: int,
         allow_private_egress: bool,
+        dead_letter_topic_arn: str | None = None,
+        long_job_state_machine_arn: str | None = None,
     ) -> dict[str, str]:
         """The environment a deployment gives every function (used by the CDK and local stack)."""
         env = {t.env_var: table_names[t.logical_name] for t in ALL_TABLES}
@@ -111,4 +124,8 @@ class Settings:
                 "CRONWHEEL_ALLOW_PRIVATE_EGRESS": "true" if allow_private_egress else "false",
             }
         )
+        if dead_letter_topic_arn:
+            env[DEAD_TOPIC_ENV] = dead_letter_topic_arn
+        if long_job_state_machine_arn:
+            env[LONG_JOB_MACHINE_ENV] = long_job_state_machine_arn
         return env

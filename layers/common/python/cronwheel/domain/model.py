@@ -7,6 +7,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from cronwheel.errors import InvalidArgument
+
 
 class ExecutionState(StrEnum):
     SCHEDULED = "scheduled"
@@ -95,23 +97,69 @@ class RetryPolicy:
     max_s: int = 3600
 
 
+# Secrets Manager names a tenant may reference start with cronwheel/<tenant id>/ (docs/security.md).
+SECRET_NAME_PREFIX = "cronwheel/"
+
+
+@dataclass(frozen=True)
+class SecretRef:
+    """A header value kept in Secrets Manager: only the name is stored or shown; the value
+    is read when the target is called."""
+
+    name: str
+
+    @staticmethod
+    def prefix_for(tenant: str) -> str:
+        return f"{SECRET_NAME_PREFIX}{tenant}/"
+
+    def belongs_to(self, tenant: str) -> bool:
+        prefix = self.prefix_for(tenant)
+        return self.name.startswith(prefix) and len(self.name) > len(prefix)
+
+
+HeaderValue = str | SecretRef
+
+
 @dataclass(frozen=True)
 class HttpTarget:
     url: str
     method: str = "POST"
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, HeaderValue] = field(default_factory=dict)
     timeout_s: int = 30
     callback: bool = False
     type: str = "http"
+    # Long jobs only (callback, or timeout_s over 840): the most seconds between heartbeats.
+    heartbeat_s: int = 60
+    # Most calls per second to this target, shared by every dispatcher (None: no limit).
+    rate_limit_per_s: float | None = None
+
+    @property
+    def secret_refs(self) -> dict[str, SecretRef]:
+        """The headers whose values are read from Secrets Manager, by header name."""
+        return {k: v for k, v in self.headers.items() if isinstance(v, SecretRef)}
 
 
 @dataclass(frozen=True)
 class SqsTarget:
     queue_url: str
     type: str = "sqs"
+    rate_limit_per_s: float | None = None
 
 
 Target = HttpTarget | SqsTarget
+
+
+def check_secret_refs(target: Target, tenant: str) -> None:
+    """Raise InvalidArgument when a header references a secret outside the tenant's prefix."""
+    if not isinstance(target, HttpTarget):
+        return
+    for header, ref in sorted(target.secret_refs.items()):
+        if not ref.belongs_to(tenant):
+            raise InvalidArgument(
+                f"header {header} references secret {ref.name!r}, but this tenant may only "
+                f"reference secrets named {SecretRef.prefix_for(tenant)}<name>",
+                field=f"target.headers.{header}",
+            )
 
 
 @dataclass(frozen=True)

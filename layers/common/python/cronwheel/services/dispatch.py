@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
 from aws_lambda_powertools import Logger
@@ -16,6 +17,7 @@ from cronwheel.domain import lifecycle
 from cronwheel.domain.delivery import build_delivery, delivery_document
 from cronwheel.domain.egress import check_http_egress
 from cronwheel.domain.lifecycle import AttemptResult
+from cronwheel.domain.long_jobs import is_long_job
 from cronwheel.domain.model import (
     Concurrency,
     Execution,
@@ -26,11 +28,14 @@ from cronwheel.domain.model import (
     Tenant,
     Trigger,
 )
+from cronwheel.domain.pacing import FairPacer
 from cronwheel.errors import CronwheelError
+from cronwheel.services.long_jobs import LongJobs, LongJobStep
 from cronwheel.services.recording import end_without_attempt, record_attempt_end
 from cronwheel.settings import Settings
 from cronwheel.store.store import ClaimResult, Store
 from cronwheel.targets.http import HttpCaller
+from cronwheel.targets.secrets import SecretResolver, SecretUnavailable
 from cronwheel.targets.sqs import SqsSender
 
 logger = Logger(child=True)
@@ -56,6 +61,13 @@ class DispatchOutcome:
         return self.tenant is not None and self.state is not None and self.attempt > 0
 
 
+def rate_bucket(execution: Execution) -> str:
+    """One bucket per tenant and target address, whichever job or schedule calls it."""
+    target = execution.target
+    address = target.url if isinstance(target, HttpTarget) else target.queue_url
+    return f"rate#{execution.tenant}#{hashlib.sha256(address.encode()).hexdigest()[:32]}"
+
+
 class Dispatcher:
     def __init__(
         self,
@@ -65,7 +77,9 @@ class Dispatcher:
         sqs: SqsSender,
         settings: Settings,
         clock: Clock,
+        secrets: SecretResolver | None = None,
     ) -> None:
+        self._secrets = secrets or SecretResolver(settings.region, settings.endpoint_url)
         self._store = store
         self._queue = queue
         self._http = http
@@ -73,6 +87,9 @@ class Dispatcher:
         self._settings = settings
         self._clock = clock
         self._tenants: dict[str, tuple[float, Tenant]] = {}
+        rate = settings.dispatch_rate_per_s
+        self._pacer = FairPacer(rate) if rate > 0 else None
+        self._long_jobs = LongJobs(store, queue, settings, clock)
 
     def prefetch(self, messages: Sequence[DispatchMessage]) -> dict[str, Execution]:
         """Read a batch's executions in one call before handling them one by one."""
@@ -81,6 +98,9 @@ class Dispatcher:
     def handle(
         self, message: DispatchMessage, prefetched: dict[str, Execution] | None = None
     ) -> DispatchOutcome:
+        if message.task_token is not None:
+            # The long-job state machine hands over a running attempt (services/long_jobs.py).
+            return _long_job(self._long_jobs.deliver(message, self._call_long_job_target))
         execution = (prefetched or {}).pop(message.execution_id, None) or self._store.get_execution(
             message.execution_id, consistent=True
         )
@@ -90,19 +110,70 @@ class Dispatcher:
             # A duplicate or stale message: the attempt it asked for has happened or moved on.
             return DispatchOutcome(execution.id, execution.tenant, execution.state, note="stale")
 
-        wait_s = (execution.next_due_at - self._clock.now()).total_seconds()
+        due = max(execution.next_due_at, message.due_at) if message.paced else execution.next_due_at
+        wait_s = (due - self._clock.now()).total_seconds()
         if wait_s > MAX_WAIT_S:
-            due = execution.next_due_at
-            self._queue.send(
-                [DispatchMessage(execution.id, execution.fencing_token, due)], self._clock.now()
-            )
+            self._queue.send([replace(message, due_at=due)], self._clock.now())
             return DispatchOutcome(execution.id, execution.tenant, execution.state, note="early")
+        if not message.paced and execution.attempt == 0:
+            deferred = self._pace(execution)
+            if deferred is not None:
+                return deferred
         self._clock.sleep(wait_s)
         if execution.schedule_id is not None:
             stopped = self._revalidate(execution)
             if stopped is not None:
                 return stopped
+        limited = self._respect_rate_limit(execution)
+        if limited is not None:
+            return limited
         return self._run_attempt(execution)
+
+    def _pace(self, execution: Execution) -> DispatchOutcome | None:
+        """A first attempt beyond its tenant's fair share of the dispatch rate waits for its
+        turn (see `domain/pacing.py`): its message comes back then, already admitted."""
+        if self._pacer is None:
+            return None
+        now = self._clock.now()
+        tenant = self._tenant(execution.tenant)
+        start = self._pacer.start_at(tenant.id, tenant.priority_weight, execution.priority, now)
+        if (start - now).total_seconds() <= MAX_WAIT_S:
+            return None
+        return self._defer(execution, start, "paced")
+
+    def _respect_rate_limit(self, execution: Execution) -> DispatchOutcome | None:
+        """Space calls to a rate-limited target across all dispatchers: wait for a slot a
+        moment away, or come back when the next one is free. Either way no attempt is used."""
+        rate = execution.target.rate_limit_per_s
+        if rate is None:
+            return None
+        now = self._clock.now()
+        start, reserved = self._store.reserve_call(
+            rate_bucket(execution),
+            now,
+            interval=timedelta(seconds=1 / rate),
+            max_wait=timedelta(seconds=MAX_WAIT_S),
+        )
+        if not reserved:
+            return self._defer(execution, start, "rate_limited")
+        self._clock.sleep((start - now).total_seconds())
+        return None
+
+    def _defer(self, execution: Execution, start: datetime, note: str) -> DispatchOutcome:
+        """Send the execution's message again for `start`, marked as already admitted."""
+        now = self._clock.now()
+        grace = timedelta(seconds=self._settings.delivery_grace_s)
+        if start + timedelta(seconds=MAX_WAIT_S) >= execution.next_due_at + grace:
+            # Keep the sweeper from taking the wait for a lost message.
+            self._store.transition(
+                execution,
+                expect_state=execution.state,
+                expect_token=execution.fencing_token,
+                sweep_at=start + grace,
+            )
+        message = DispatchMessage(execution.id, execution.fencing_token, start, paced=True)
+        self._queue.send([message], now)
+        return DispatchOutcome(execution.id, execution.tenant, execution.state, note=note)
 
     def _revalidate(self, execution: Execution) -> DispatchOutcome | None:
         """A schedule deleted, paused or re-timed since this execution was enqueued stops it,
@@ -162,45 +233,28 @@ class Dispatcher:
             # Over the tenant's limit: wait and try again, without using up an attempt.
             retry_at = started + timedelta(seconds=THROTTLE_RETRY_S)
             self._queue.send(
-                [DispatchMessage(execution.id, execution.fencing_token, retry_at)], started
+                [DispatchMessage(execution.id, execution.fencing_token, retry_at, paced=True)],
+                started,
             )
             return DispatchOutcome(
                 execution.id, execution.tenant, execution.state, note="throttled"
             )
         if claimed is ClaimResult.LOST:
             return DispatchOutcome(execution.id, execution.tenant, None, note="claimed elsewhere")
+        if is_long_job(running.target):
+            return _long_job(self._long_jobs.start(running))
         lag_ms = int((started - execution.next_due_at).total_seconds() * 1000)
         result = self._call_target(running, started, tenant.signing_secret)
         finished = lifecycle.complete(running, self._clock.now(), result)
         if not self._record(running, finished):
             return DispatchOutcome(execution.id, execution.tenant, None, lag_ms, note="fenced out")
-        if finished.state is ExecutionState.SUCCEEDED and finished.schedule_id:
-            self._run_dependents(finished)
         return DispatchOutcome(
             execution.id, execution.tenant, finished.state, lag_ms, attempt=running.attempt
         )
 
-    def _run_dependents(self, upstream: Execution) -> None:
-        """Schedules with `after` this one run now, for the same occurrence."""
-        assert upstream.schedule_id is not None
-        now = self._clock.now()
-        messages = []
-        for downstream in self._store.schedules_after(upstream.schedule_id):
-            if downstream.paused or downstream.tenant != upstream.tenant:
-                continue
-            execution = downstream.execution(
-                upstream.scheduled_for,
-                Trigger.DEPENDENCY,
-                now,
-                state=ExecutionState.QUEUED,
-                due_at=now,
-            )
-            if self._store.put_new_execution(execution):
-                messages.append(DispatchMessage(execution.id, 0, now))
-        if messages:
-            self._queue.send(messages, now)
-
     def _record(self, running: Execution, finished: Execution) -> bool:
+        """Write the result; dependents of a success and the event of a `dead` end follow in
+        `record_attempt_end`, recoverable by the sweeper if this process dies after the write."""
         return record_attempt_end(
             self._store,
             self._queue,
@@ -209,6 +263,9 @@ class Dispatcher:
             running_token=running.fencing_token,
             now=self._clock.now(),
         )
+
+    def _call_long_job_target(self, execution: Execution, now: datetime) -> AttemptResult:
+        return self._call_target(execution, now, self._tenant(execution.tenant).signing_secret)
 
     def _timeout_s(self, execution: Execution) -> int:
         return execution.target.timeout_s if isinstance(execution.target, HttpTarget) else 30
@@ -232,7 +289,12 @@ class Dispatcher:
             check_http_egress(target.url, allow_private=self._settings.allow_private_egress)
         except CronwheelError as refused:
             return AttemptResult(Outcome.FAILED, error=f"egress refused: {refused.message}")
-        delivery = build_delivery(execution, secret, now, target.headers)
+        try:
+            # Read now, used for this call only: a value is never stored, logged or returned.
+            headers = self._secrets.resolve_headers(target.headers)
+        except SecretUnavailable as unavailable:
+            return AttemptResult(Outcome.FAILED, error=str(unavailable))
+        delivery = build_delivery(execution, secret, now, headers)
         result = self._http.call(
             method=target.method,
             url=target.url,
@@ -266,3 +328,9 @@ class Dispatcher:
             raise LookupError(f"tenant {tenant_id} not found")
         self._tenants[tenant_id] = (time.monotonic() + _TENANT_TTL_S, tenant)
         return tenant
+
+
+def _long_job(step: LongJobStep) -> DispatchOutcome:
+    return DispatchOutcome(
+        step.execution_id, step.tenant, step.state, note=step.note, attempt=step.attempt
+    )

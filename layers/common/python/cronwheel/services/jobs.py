@@ -24,9 +24,11 @@ from cronwheel.domain.model import (
     Role,
     Target,
     Trigger,
+    check_secret_refs,
 )
 from cronwheel.errors import Conflict, NotFound, PayloadTooLarge
 from cronwheel.services.auth import require_own_tenant, require_role
+from cronwheel.services.quotas import admit_execution
 from cronwheel.settings import Settings
 from cronwheel.store.store import IDEMPOTENCY_WINDOW, Store
 
@@ -87,12 +89,14 @@ class JobService:
         require_role(principal, Role.OPERATOR)
         check_payload_size(request.payload)
         check_target_egress(request.target, self._settings)
+        check_secret_refs(request.target, principal.tenant)
         fingerprint = body_fingerprint(json.loads(request.canonical_body or "{}"))
         if request.idempotency_key is not None:
             earlier = self._earlier_submission(principal, request.idempotency_key, fingerprint, now)
             if earlier is not None:
                 return earlier
 
+        admit_execution(self._store, principal.tenant, now)
         if request.run_at is not None:
             run_at = request.run_at
         else:

@@ -5,8 +5,16 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta
 
+from cronwheel.dead_events import DeadEventPublisher, publisher_for
 from cronwheel.dispatch_queue import MAX_DELAY_S, DispatchMessage, DispatchQueue
 from cronwheel.domain.model import Execution, ExecutionState
+from cronwheel.services.follow_ups import (
+    clear_marker,
+    marker_for,
+    plan_follow_ups,
+    retention_end,
+    run_follow_ups,
+)
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
 
@@ -19,10 +27,14 @@ def record_attempt_end(
     finished: Execution,
     running_token: int,
     now: datetime,
+    dead_events: DeadEventPublisher | None = None,
 ) -> bool:
     """Write the finished attempt if the attempt still holds its fencing token, then enqueue a
     retry that SQS can delay. A retry further out waits in the store: its sweep time is when it
-    comes within SQS's reach. Returns False when the attempt was fenced out."""
+    comes within SQS's reach. A success starts the schedules that run after it and a `dead` end
+    is announced (`follow_ups`); both only once the write stands, and both recoverable by the
+    sweeper. Returns False when the attempt was fenced out."""
+    dead_events = dead_events or publisher_for(settings)
     sweep_at: datetime | None = None
     retry: DispatchMessage | None = None
     if finished.state is ExecutionState.RETRY_SCHEDULED and finished.next_attempt_at:
@@ -32,16 +44,20 @@ def record_attempt_end(
             retry = DispatchMessage(finished.id, finished.fencing_token, due)
         else:
             sweep_at = due - timedelta(seconds=MAX_DELAY_S)
+    follow_ups = plan_follow_ups(store, dead_events, finished, now)
+    sweep_at = sweep_at or marker_for(follow_ups, settings, now)
     if not store.transition(
         finished,
         expect_state=ExecutionState.RUNNING,
         expect_token=running_token,
         sweep_at=sweep_at,
-        expires_at=now + settings.history_retention if finished.state.is_terminal else None,
+        expires_at=retention_end(settings, finished, now),
     ):
         return False
     if retry is not None:
         queue.send([retry], now)
+    if follow_ups.pending and run_follow_ups(store, queue, dead_events, follow_ups, finished, now):
+        clear_marker(store, settings, finished, now)
     return True
 
 

@@ -9,11 +9,24 @@ from typing import Any
 from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
 from cronwheel.domain.cron import compile_recurrence
 from cronwheel.domain.ids import new_id
-from cronwheel.domain.model import Execution, ExecutionState, Principal, Role, Trigger
+from cronwheel.domain.model import (
+    Execution,
+    ExecutionState,
+    Principal,
+    Role,
+    Trigger,
+    check_secret_refs,
+)
 from cronwheel.domain.schedule import Schedule, plan_firing
 from cronwheel.errors import Conflict, FailedPrecondition, InvalidArgument, NotFound
 from cronwheel.services.auth import require_own_tenant, require_role
 from cronwheel.services.jobs import check_payload_size, check_target_egress
+from cronwheel.services.quotas import (
+    admit_execution,
+    admit_schedule,
+    apply_daily_quotas,
+    count_daily_usage,
+)
 from cronwheel.services.recording import end_without_attempt
 from cronwheel.settings import Settings
 from cronwheel.store.store import DueItem, Store
@@ -98,6 +111,7 @@ class ScheduleService:
             id=new_id("sch"), tenant=principal.tenant, created_at=now, updated_at=now, **fields
         )
         self._validate(schedule)
+        admit_schedule(self._store, principal.tenant)
         schedule.next_occurrence = schedule.first_occurrence(now)
         self._store.create_schedule(schedule)
         self._fire_if_due(schedule, now)
@@ -148,6 +162,7 @@ class ScheduleService:
         """A manual run now, with its own execution id; runs even while the schedule is paused."""
         require_role(principal, Role.OPERATOR)
         schedule = self.get(principal, schedule_id)
+        admit_execution(self._store, principal.tenant, now)
         execution = schedule.execution(
             now,
             Trigger.MANUAL,
@@ -195,7 +210,10 @@ class ScheduleService:
         snapshot = replace(schedule)
         item = DueItem(schedule.id, "schedule", schedule.tenant, due, None, snapshot)
         plan = plan_firing(snapshot, now, timedelta(seconds=self._settings.lookahead_s))
-        for _, written in self._store.fire_schedules(None, [(item, plan)], now):
+        apply_daily_quotas(self._store, [(item, plan)], now)
+        fired = self._store.fire_schedules(None, [(item, plan)], now)
+        count_daily_usage(self._store, fired, now)
+        for _, written in fired:
             self._queue.send([DispatchMessage(e.id, 0, e.due_at) for e in written.to_enqueue], now)
             schedule.next_occurrence = written.next_occurrence
 
@@ -204,6 +222,7 @@ class ScheduleService:
         if len(kinds) != 1:
             raise InvalidArgument("give exactly one of cron, rate or after", field="cron")
         check_target_egress(schedule.target, self._settings)
+        check_secret_refs(schedule.target, schedule.tenant)
         if schedule.start_at and schedule.end_at and schedule.end_at <= schedule.start_at:
             raise InvalidArgument("end_at must be after start_at", field="end_at")
         if schedule.after is not None:

@@ -1,7 +1,8 @@
 """The sweeper: finds executions nothing else will move and moves them.
 
 Each execution that may need help carries a `sweep_at` in the sparse sweep index: a queued one
-whose message may be lost, a running one whose worker may have died, a retry beyond SQS's reach.
+whose message may be lost, a running one whose worker may have died, a retry beyond SQS's reach,
+a finished one whose follow-ups (dependents to start, a dead event to publish) may not have run.
 Every write is conditional on state and fencing token, so two sweeps at once do no double work.
 """
 
@@ -10,10 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from cronwheel.dead_events import DeadEventPublisher, publisher_for
 from cronwheel.dispatch_queue import MAX_DELAY_S, DispatchMessage, DispatchQueue
 from cronwheel.domain import lifecycle
 from cronwheel.domain.lifecycle import AttemptResult
 from cronwheel.domain.model import Execution, ExecutionState, Outcome
+from cronwheel.services.follow_ups import (
+    clear_marker,
+    plan_follow_ups,
+    retention_end,
+    run_follow_ups,
+)
 from cronwheel.services.recording import record_attempt_end
 from cronwheel.settings import Settings
 from cronwheel.store.store import Store
@@ -26,15 +34,23 @@ class SweepReport:
     requeued: list[str] = field(default_factory=list)
     reaped: list[str] = field(default_factory=list)
     cleared: list[str] = field(default_factory=list)
+    followed_up: list[str] = field(default_factory=list)  # finished ones whose follow-ups ran
     # (tenant, state, attempt) of each attempt the sweeper ended
     ended: list[tuple[str, ExecutionState, int]] = field(default_factory=list)
 
 
 class Sweeper:
-    def __init__(self, store: Store, queue: DispatchQueue, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: Store,
+        queue: DispatchQueue,
+        settings: Settings,
+        dead_events: DeadEventPublisher | None = None,
+    ) -> None:
         self._store = store
         self._queue = queue
         self._settings = settings
+        self._dead_events = dead_events or publisher_for(settings)
 
     def sweep(self, now: datetime) -> SweepReport:
         report = SweepReport()
@@ -55,14 +71,29 @@ class Sweeper:
             if execution.lease_expires_at is not None and execution.lease_expires_at <= now:
                 self._reap(execution, now, report)
         else:
-            # Nothing left to watch: take it out of the sweep index.
-            if self._store.transition(
-                execution,
-                expect_state=execution.state,
-                expect_token=execution.fencing_token,
-                sweep_at=None,
-            ):
-                report.cleared.append(execution.id)
+            self._follow_up(execution, now, report)
+
+    def _follow_up(self, execution: Execution, now: datetime, report: SweepReport) -> None:
+        """A finished execution still marked: its writer died (or its dead event could not be
+        published) before the follow-ups were done. Do them, then take it out of the index; if
+        they fail again, look again after another grace rather than at every sweep."""
+        follow_ups = plan_follow_ups(self._store, self._dead_events, execution, now)
+        if follow_ups.pending:
+            done = run_follow_ups(
+                self._store, self._queue, self._dead_events, follow_ups, execution, now
+            )
+            if not done:
+                self._store.transition(
+                    execution,
+                    expect_state=execution.state,
+                    expect_token=execution.fencing_token,
+                    sweep_at=now + timedelta(seconds=self._settings.delivery_grace_s),
+                    expires_at=retention_end(self._settings, execution, now),
+                )
+                return
+            report.followed_up.append(execution.id)
+        if clear_marker(self._store, self._settings, execution, now):
+            report.cleared.append(execution.id)
 
     def _requeue(
         self,
@@ -100,6 +131,7 @@ class Sweeper:
             finished=finished,
             running_token=execution.fencing_token,
             now=now,
+            dead_events=self._dead_events,
         ):
             report.reaped.append(execution.id)
             report.ended.append((execution.tenant, finished.state, execution.attempt))

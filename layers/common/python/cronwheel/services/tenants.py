@@ -39,10 +39,10 @@ class TenantService:
 
     def describe(self, principal: Principal, now: datetime) -> tuple[Tenant, Usage]:
         tenant = self._tenant(principal)
-        day_start = now.replace(hour=0, minute=0, second=0, microsecond=0)
         usage = Usage(
             running=self._store.running_slots(tenant.id),
-            executions_today=self._store.count_executions_since(tenant.id, day_start),
+            # The count the daily quota is checked against (UTC day).
+            executions_today=self._store.daily_executions(tenant.id, now),
             schedules=self._store.count_schedules(tenant.id),
         )
         return tenant, usage

@@ -10,6 +10,7 @@ from aws_lambda_powertools import Logger
 from cronwheel.dispatch_queue import DispatchMessage, DispatchQueue
 from cronwheel.domain.model import ExecutionState
 from cronwheel.domain.schedule import plan_firing
+from cronwheel.services.quotas import apply_daily_quotas, count_daily_usage
 from cronwheel.settings import Settings
 from cronwheel.store.store import DueItem, Lease, LeaseLost, Store
 
@@ -74,7 +75,9 @@ class Tick:
             for item in items
             if item.kind == "schedule" and item.schedule is not None
         ]
+        apply_daily_quotas(self._store, plans, now)
         fired = self._store.fire_schedules(self.lease, plans, now)
+        count_daily_usage(self._store, fired, now)
         for _, plan in fired:
             messages += [DispatchMessage(e.id, 0, e.due_at) for e in plan.to_enqueue]
             for execution in plan.executions:

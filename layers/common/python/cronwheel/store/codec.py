@@ -6,18 +6,21 @@ from dataclasses import asdict
 from datetime import datetime
 from typing import Any
 
+from cronwheel.domain.long_jobs import DEFAULT_HEARTBEAT_S
 from cronwheel.domain.model import (
     Attempt,
     Backoff,
     Concurrency,
     Execution,
     ExecutionState,
+    HeaderValue,
     HttpTarget,
     Job,
     Misfire,
     Outcome,
     Priority,
     RetryPolicy,
+    SecretRef,
     SqsTarget,
     Target,
     Tenant,
@@ -30,20 +33,47 @@ from cronwheel.store.models import ExecutionItem, ScheduleItem, TenantItem
 KEPT_RESPONSE_EXCERPTS = 10
 
 
+def headers_to_doc(headers: dict[str, HeaderValue]) -> dict[str, Any]:
+    """A secret header keeps only its reference, `{"secret": name}`: never a value."""
+    return {
+        name: {"secret": value.name} if isinstance(value, SecretRef) else value
+        for name, value in headers.items()
+    }
+
+
+def headers_from_doc(doc: dict[str, Any]) -> dict[str, HeaderValue]:
+    return {
+        name: SecretRef(str(value["secret"])) if isinstance(value, dict) else str(value)
+        for name, value in doc.items()
+    }
+
+
 def target_to_doc(target: Target) -> dict[str, Any]:
-    return asdict(target)
+    doc = asdict(target)
+    if target.rate_limit_per_s is None:
+        del doc["rate_limit_per_s"]
+    if isinstance(target, HttpTarget):
+        doc["headers"] = headers_to_doc(target.headers)
+    return doc
 
 
 def target_from_doc(doc: dict[str, Any]) -> Target:
     if doc.get("type") == "sqs":
-        return SqsTarget(queue_url=doc["queue_url"])
+        return SqsTarget(queue_url=doc["queue_url"], rate_limit_per_s=_rate(doc))
     return HttpTarget(
         url=doc["url"],
         method=doc.get("method", "POST"),
-        headers=dict(doc.get("headers") or {}),
+        headers=headers_from_doc(doc.get("headers") or {}),
         timeout_s=int(doc.get("timeout_s", 30)),
         callback=bool(doc.get("callback", False)),
+        heartbeat_s=int(doc.get("heartbeat_s", DEFAULT_HEARTBEAT_S)),
+        rate_limit_per_s=_rate(doc),
     )
+
+
+def _rate(doc: dict[str, Any]) -> float | None:
+    rate = doc.get("rate_limit_per_s")
+    return float(rate) if rate is not None else None
 
 
 def retry_to_doc(retry: RetryPolicy) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from pynamodb.attributes import (
 from pynamodb.indexes import AllProjection, GlobalSecondaryIndex
 from pynamodb.models import Model
 
+from cronwheel.aws_clients import MAX_ATTEMPTS
 from cronwheel.store import tables
 
 
@@ -25,7 +26,7 @@ class _Unbound:
     table_name: str | None = None
     region: str | None = None
     host: str | None = None
-    max_retry_attempts = 8
+    max_retry_attempts = MAX_ATTEMPTS - 1  # the firing path's retry policy (aws_clients)
     base_backoff_ms = 25
 
 
@@ -145,6 +146,9 @@ class ExecutionItem(Model):
     sweep_at = UTCDateTimeAttribute(null=True)
     expires_at = TTLAttribute(null=True)
     schedule_timing_version = NumberAttribute(null=True)
+    # A long job's Step Functions task token while its attempt runs. Set by an update only:
+    # the full writes (claim, result, reap) replace the item and drop it.
+    task_token = UnicodeAttribute(null=True)
 
     by_tenant = ExecutionByTenantIndex()
     by_schedule = ExecutionByScheduleIndex()
@@ -163,6 +167,17 @@ class LeaseItem(Model):
     expires_at = UTCDateTimeAttribute()
 
 
+class RateBucketItem(Model):
+    """A target's rate limit, shared by every dispatcher: the theoretical arrival time of the
+    next call (GCRA, a token bucket of depth one). Lives in the leases table."""
+
+    class Meta(_Unbound):
+        spec = tables.LEASES
+
+    name = UnicodeAttribute(hash_key=True)
+    next_call_at = UTCDateTimeAttribute()
+
+
 class TenantItem(Model):
     class Meta(_Unbound):
         spec = tables.TENANTS
@@ -176,6 +191,9 @@ class TenantItem(Model):
     # Executions of the tenant now `running`: changed only together with an execution entering
     # or leaving that state, in one transaction, so it cannot drift.
     running = NumberAttribute(null=True)
+    # Executions counted against `max_executions_per_day` on the UTC day `usage_day`.
+    usage_day = UnicodeAttribute(null=True)
+    usage_executions = NumberAttribute(null=True)
 
 
 class ApiKeyByTenantIndex(GlobalSecondaryIndex["ApiKeyItem"]):
@@ -227,6 +245,7 @@ ALL_MODELS: tuple[type[Model], ...] = (
     ScheduleItem,
     ExecutionItem,
     LeaseItem,
+    RateBucketItem,
     TenantItem,
     ApiKeyItem,
     AuditItem,

@@ -19,8 +19,10 @@ from pynamodb.exceptions import DoesNotExist, PutError, TransactWriteError, Upda
 from pynamodb.expressions.condition import Condition
 from pynamodb.transactions import TransactWrite
 
+from cronwheel.aws_clients import MAX_ATTEMPTS
 from cronwheel.domain.ids import shard_of
 from cronwheel.domain.model import Execution, ExecutionState, Job, Principal, Role, Tenant
+from cronwheel.domain.quota import quota_day
 from cronwheel.domain.schedule import FiringPlan, Schedule
 from cronwheel.errors import AlreadyExists, InvalidArgument
 from cronwheel.settings import Settings
@@ -31,6 +33,7 @@ from cronwheel.store.models import (
     ExecutionItem,
     IdempotencyItem,
     LeaseItem,
+    RateBucketItem,
     ScheduleItem,
     TenantItem,
     bind,
@@ -119,6 +122,14 @@ class Page:
     next_cursor: str | None
 
 
+@dataclass(frozen=True)
+class LeaseExtension:
+    """A running attempt's lease, moved; with its long job's task token when it has one."""
+
+    lease_expires_at: datetime
+    task_token: str | None
+
+
 def _encode_cursor(key: dict[str, Any] | None) -> str | None:
     if not key:
         return None
@@ -140,6 +151,10 @@ def _reason_codes(error: TransactWriteError) -> list[str]:
     return sorted({r.code for r in reasons if r is not None}) or [str(error.cause_response_code)]
 
 
+def _condition_failed(error: UpdateError) -> bool:
+    return error.cause_response_code == "ConditionalCheckFailedException"
+
+
 def _idempotency_pk(tenant: str, key: str) -> str:
     return f"{tenant}#{hashlib.sha256(key.encode()).hexdigest()}"
 
@@ -148,7 +163,11 @@ class Store:
     def __init__(self, settings: Settings) -> None:
         bind(settings.table_names, region=settings.region, host=settings.endpoint_url)
         self._settings = settings
-        self._connection = Connection(region=settings.region, host=settings.endpoint_url)
+        self._connection = Connection(
+            region=settings.region,
+            host=settings.endpoint_url,
+            max_retry_attempts=MAX_ATTEMPTS - 1,
+        )
 
     # -- tenants and keys -------------------------------------------------------------------
 
@@ -209,15 +228,119 @@ class Store:
             return 0
         return int(item.running or 0)
 
-    def count_executions_since(self, tenant: str, since: datetime) -> int:
-        return int(ExecutionItem.by_tenant.count(tenant, ExecutionItem.scheduled_for >= since))
-
     def count_schedules(self, tenant: str) -> int:
         return int(
             ScheduleItem.by_tenant_name.count(
                 tenant, filter_condition=ScheduleItem.kind == "schedule"
             )
         )
+
+    # -- target rate limits ------------------------------------------------------------------
+
+    def reserve_call(
+        self, bucket: str, now: datetime, interval: timedelta, max_wait: timedelta
+    ) -> tuple[datetime, bool]:
+        """The next time a call to the bucket's target may start, and whether it is now
+        reserved for the caller. Not reserved when it is more than `max_wait` away (the caller
+        comes back then). Calls are spaced `interval` apart across every dispatcher."""
+        for _ in range(8):
+            try:
+                item = RateBucketItem.get(bucket, consistent_read=True)
+                previous: datetime | None = item.next_call_at
+            except DoesNotExist:
+                previous = None
+            start = max(now, previous) if previous else now
+            if start - now > max_wait:
+                return start, False
+            condition = (
+                RateBucketItem.name.does_not_exist()
+                if previous is None
+                else RateBucketItem.next_call_at == previous
+            )
+            try:
+                RateBucketItem(name=bucket, next_call_at=start + interval).save(condition=condition)
+                return start, True
+            except PutError as error:
+                if error.cause_response_code != "ConditionalCheckFailedException":
+                    raise
+        # Lost every race: come back in a moment rather than spin.
+        return now + max_wait + interval, False
+
+    # -- quotas ------------------------------------------------------------------------------
+
+    def take_daily_execution(self, tenant: str, now: datetime) -> bool:
+        """Count one execution against today's quota if it fits under the tenant's
+        `max_executions_per_day`; False, and nothing counted, when it does not. Exact under
+        concurrency: the limit is compared inside the conditional write."""
+        day = quota_day(now)
+        for _ in range(3):
+            try:
+                TenantItem(id=tenant).update(
+                    actions=[TenantItem.usage_executions.add(1)],
+                    condition=(TenantItem.usage_day == day)
+                    & (TenantItem.usage_executions < TenantItem.max_executions_per_day),
+                )
+                return True
+            except UpdateError as error:
+                if not _condition_failed(error):
+                    raise
+            try:
+                # A new day (or the first execution ever): start the count afresh.
+                TenantItem(id=tenant).update(
+                    actions=[TenantItem.usage_day.set(day), TenantItem.usage_executions.set(1)],
+                    condition=(TenantItem.max_executions_per_day >= 1)
+                    & (TenantItem.usage_day.does_not_exist() | (TenantItem.usage_day != day)),
+                )
+                return True
+            except UpdateError as error:
+                if not _condition_failed(error):
+                    raise
+            # Both refused. Either today's count is full, or another request started the day
+            # between our two writes: look, and only then give up.
+            if self.daily_executions(tenant, now) >= self._daily_limit(tenant):
+                return False
+        return False
+
+    def _daily_limit(self, tenant: str) -> int:
+        found = self.get_tenant(tenant)
+        return found.max_executions_per_day if found else 0
+
+    def add_daily_executions(self, tenant: str, count: int, now: datetime) -> None:
+        """Count executions that were admitted elsewhere (a schedule's occurrences)."""
+        day = quota_day(now)
+        for _ in range(3):
+            try:
+                TenantItem(id=tenant).update(
+                    actions=[TenantItem.usage_executions.add(count)],
+                    condition=TenantItem.usage_day == day,
+                )
+                return
+            except UpdateError as error:
+                if not _condition_failed(error):
+                    raise
+            try:
+                TenantItem(id=tenant).update(
+                    actions=[
+                        TenantItem.usage_day.set(day),
+                        TenantItem.usage_executions.set(count),
+                    ],
+                    condition=TenantItem.id.exists()
+                    & (TenantItem.usage_day.does_not_exist() | (TenantItem.usage_day != day)),
+                )
+                return
+            except UpdateError as error:
+                if not _condition_failed(error):
+                    raise
+
+    def daily_executions(self, tenant: str, now: datetime) -> int:
+        """Executions counted against the tenant's quota today."""
+        try:
+            item = TenantItem.get(
+                tenant, consistent_read=True, attributes_to_get=["usage_day", "usage_executions"]
+            )
+        except DoesNotExist:
+            return 0
+        return int(item.usage_executions or 0) if item.usage_day == quota_day(now) else 0
 
     # -- jobs --------------------------------------------------------------------------------
 
@@ -405,6 +528,47 @@ class Store:
                 return ClaimResult.NO_SLOT
             raise
         return ClaimResult.CLAIMED
+
+    def extend_lease(
+        self,
+        execution_id: str,
+        *,
+        fencing_token: int,
+        lease_expires_at: datetime,
+        task_token: str | None = None,
+    ) -> LeaseExtension | None:
+        """Move a running attempt's worker lease (and its sweep time with it) if the attempt
+        still holds the execution's fencing token; with `task_token`, also keep its long job's
+        Step Functions task token. None when the attempt was fenced out or has ended."""
+        actions: list[Any] = [
+            ExecutionItem.lease_expires_at.set(lease_expires_at),
+            ExecutionItem.sweep_shard.set(shard_of(execution_id, self._settings.shards)),
+            ExecutionItem.sweep_at.set(lease_expires_at),
+        ]
+        if task_token is not None:
+            actions.append(ExecutionItem.task_token.set(task_token))
+        item = ExecutionItem(id=execution_id)
+        try:
+            item.update(
+                actions=actions,
+                condition=(ExecutionItem.state == ExecutionState.RUNNING.value)
+                & (ExecutionItem.fencing_token == fencing_token),
+            )
+        except UpdateError as error:
+            if error.cause_response_code == "ConditionalCheckFailedException":
+                return None
+            raise
+        return LeaseExtension(lease_expires_at, item.task_token)
+
+    def task_token_of(self, execution_id: str) -> str | None:
+        """The Step Functions task token of a long job's running attempt, if it has one."""
+        try:
+            item = ExecutionItem.get(
+                execution_id, consistent_read=True, attributes_to_get=["task_token"]
+            )
+        except DoesNotExist:
+            return None
+        return item.task_token
 
     def _with_sweep(self, item: ExecutionItem) -> ExecutionItem:
         """A new execution is looked at again if its message (or its tick) never comes."""

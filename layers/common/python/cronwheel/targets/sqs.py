@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import boto3
 from botocore.exceptions import BotoCoreError, ClientError
+
+from cronwheel import aws_clients
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs import SQSClient
@@ -13,7 +14,7 @@ if TYPE_CHECKING:
 
 class SqsSender:
     def __init__(self, region: str, endpoint_url: str | None) -> None:
-        self._client: SQSClient = boto3.client("sqs", region_name=region, endpoint_url=endpoint_url)
+        self._client: SQSClient = aws_clients.client("sqs", region, endpoint_url)
 
     def send(self, queue_url: str, body: str, attributes: dict[str, str]) -> str | None:
         """Returns None on success, or the error that makes this attempt fail."""
