@@ -40,6 +40,7 @@ infra: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/burst.py --jobs 1000
+	$(BIN)/python bench/fairness.py --jobs 5000
 	$(BIN)/python bench/cron.py
 
 synth: $(STAMP)

@@ -81,7 +81,12 @@ class BurstResult:
 
 
 def run_burst(
-    api: Api, target: RecordingTarget, jobs: int, lead_s: float, timeout_s: float
+    api: Api,
+    target: RecordingTarget,
+    jobs: int,
+    lead_s: float,
+    timeout_s: float,
+    submitters: int = 8,
 ) -> BurstResult:
     due = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=lead_s)
     body = {
@@ -91,7 +96,7 @@ def run_burst(
     before = len(target.calls)
     with RequestCounter() as counter:
         submit_started = time.monotonic()
-        with ThreadPoolExecutor(max_workers=8) as pool:
+        with ThreadPoolExecutor(max_workers=submitters) as pool:
             answers = list(pool.map(lambda _: api.post("/v1/jobs", body), range(jobs)))
         submit_s = time.monotonic() - submit_started
         failed = [a for a in answers if a[0] != 201]

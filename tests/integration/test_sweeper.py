@@ -90,6 +90,42 @@ def test_running_execution_past_its_lease_is_reaped_into_a_retry_then_dead(
     assert [a.attempt for a in final.attempts] == [1, 2]
 
 
+def test_a_long_job_past_its_timeout_is_failed_by_timeout_not_a_lost_worker(
+    rt: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given a callback job (timeout 60 s) whose target keeps it alive past its timeout
+    with monkeypatch.context() as patch:
+        patch.setattr(rt.queue, "send", lambda messages, now: [])
+        execution = (
+            JobService(rt.store, rt.queue, rt.settings)
+            .submit(
+                ACME,
+                JobRequest(
+                    target=HttpTarget(url="http://127.0.0.1:9/x", timeout_s=60, callback=True),
+                    payload={},
+                    retry=RetryPolicy(max_attempts=1),
+                    priority=Priority.NORMAL,
+                ),
+                clock.now(),
+            )
+            .execution
+        )
+    running = lifecycle.claim(execution, clock.now(), timedelta(seconds=90))
+    assert (
+        rt.store.claim(running, expect_state=execution.state, expect_token=0, max_concurrency=5)
+        is ClaimResult.CLAIMED
+    )
+
+    # When its lease runs out after the timeout and the sweeper runs
+    Sweeper(rt.store, rt.queue, rt.settings).sweep(clock.advance(91))
+
+    # Then the attempt failed by timeout, and with no attempt left it is dead by timeout
+    final = rt.store.get_execution(execution.id, consistent=True)
+    assert final is not None and (final.state, final.reason) == (ExecutionState.DEAD, "timeout")
+    assert final.attempts[0].outcome is Outcome.TIMEOUT
+    assert final.attempts[0].error == "timeout: ran past 60 s"
+
+
 def test_zombie_result_is_rejected_and_the_newer_attempt_stands(
     rt: Runtime, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
 ) -> None:

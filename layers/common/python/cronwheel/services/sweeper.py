@@ -15,7 +15,8 @@ from cronwheel.dead_events import DeadEventPublisher, publisher_for
 from cronwheel.dispatch_queue import MAX_DELAY_S, DispatchMessage, DispatchQueue
 from cronwheel.domain import lifecycle
 from cronwheel.domain.lifecycle import AttemptResult
-from cronwheel.domain.model import Execution, ExecutionState, Outcome
+from cronwheel.domain.long_jobs import is_long_job
+from cronwheel.domain.model import Execution, ExecutionState, HttpTarget, Outcome
 from cronwheel.services.follow_ups import (
     clear_marker,
     plan_follow_ups,
@@ -119,11 +120,22 @@ class Sweeper:
             report.requeued.append(execution.id)
 
     def _reap(self, execution: Execution, now: datetime, report: SweepReport) -> None:
-        """A worker's lease ran out: count the attempt as failed, then retry or give up."""
-        result = AttemptResult(Outcome.FAILED, error="lease_expired: the worker stopped reporting")
+        """A worker's lease ran out: count the attempt as failed, then retry or give up.
+
+        A long job past its `timeout_s` failed by `timeout`; any other expiry (a worker that
+        died, a long job whose heartbeats stopped) by `lease_expired`."""
+        timeout_s = _timeout_passed(execution, now)
+        if timeout_s is not None:
+            result = AttemptResult(Outcome.TIMEOUT, error=f"timeout: ran past {timeout_s} s")
+            reason = "timeout"
+        else:
+            result = AttemptResult(
+                Outcome.FAILED, error="lease_expired: the worker stopped reporting"
+            )
+            reason = "lease_expired"
         finished = lifecycle.complete(execution, now, result)
         if finished.state is ExecutionState.DEAD:
-            finished = replace(finished, reason="lease_expired")
+            finished = replace(finished, reason=reason)
         if record_attempt_end(
             self._store,
             self._queue,
@@ -135,3 +147,15 @@ class Sweeper:
         ):
             report.reaped.append(execution.id)
             report.ended.append((execution.tenant, finished.state, execution.attempt))
+
+
+def _timeout_passed(execution: Execution, now: datetime) -> int | None:
+    """A long job's `timeout_s` when its attempt outlived it, else None (short jobs are leased
+    for their timeout, so their expiry says only that the worker stopped)."""
+    target = execution.target
+    if not isinstance(target, HttpTarget) or not is_long_job(target):
+        return None
+    if execution.started_at is None:
+        return None
+    deadline = execution.started_at + timedelta(seconds=target.timeout_s)
+    return target.timeout_s if deadline <= now else None
