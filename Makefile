@@ -33,7 +33,7 @@ integration: $(STAMP)
 	$(PYTEST) tests/integration
 
 e2e: $(STAMP)
-	$(PYTEST) tests/e2e
+	$(PYTEST) -n 2 --dist loadfile tests/e2e
 
 infra: $(STAMP)
 	$(PYTEST) tests/infra

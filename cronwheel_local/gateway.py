@@ -57,6 +57,13 @@ def proxy_event(
     }
 
 
+class _Server(ThreadingHTTPServer):
+    # The standard library listens with a backlog of 5: a burst of clients would see
+    # connections reset, which API Gateway never does.
+    request_queue_size = 256
+    daemon_threads = True
+
+
 class Gateway:
     """Serves the API: authorizer first (as API Gateway does), then the API handler."""
 
@@ -64,8 +71,7 @@ class Gateway:
         self._policies: dict[str, tuple[float, dict[str, Any]]] = {}
         self._api = api
         self._authorizer = authorizer
-        self._server = ThreadingHTTPServer((host, port), self._request_handler())
-        self._server.daemon_threads = True
+        self._server = _Server((host, port), self._request_handler())
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
