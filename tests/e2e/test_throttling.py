@@ -10,7 +10,7 @@ from bench.burst import CONFIG, KEY, run_burst
 from cronwheel_local.config import parse_config
 from cronwheel_local.faults import Throttling
 from cronwheel_local.stack import LocalStack
-from tests.support.api import Api
+from tests.support.api import Api, execution_states
 from tests.support.target import recording_target, wait_for
 
 JOBS = 500
@@ -44,19 +44,6 @@ def test_a_burst_under_30_percent_throttling_runs_every_job_once(
     assert result.executions_called == JOBS
     assert result.duplicates == 0
     # And each execution reads succeeded after a single attempt, once its result is written
-    assert wait_for(lambda: states_of(api) == {"succeeded/1": JOBS}, timeout_s=120, interval_s=2)
-
-
-def states_of(api: Api) -> dict[str, int]:
-    """How many executions are in each state/attempt, e.g. {"succeeded/1": 500}."""
-    states: dict[str, int] = {}
-    cursor = None
-    while True:
-        status, page = api.get("/v1/executions?limit=500" + (f"&cursor={cursor}" if cursor else ""))
-        assert status == 200
-        for item in page["items"]:
-            key = f"{item['state']}/{item['attempt']}"
-            states[key] = states.get(key, 0) + 1
-        cursor = page["next_cursor"]
-        if cursor is None:
-            return states
+    assert wait_for(
+        lambda: execution_states(api) == {"succeeded/1": JOBS}, timeout_s=120, interval_s=2
+    )

@@ -49,3 +49,19 @@ class Api:
 
     def post(self, path: str, body: Any = None) -> tuple[int, Any]:
         return self.call("POST", path, body)
+
+
+def execution_states(api: Api) -> dict[str, int]:
+    """How many of the caller's executions are in each state and attempt, e.g.
+    `{"succeeded/1": 500}`, read through every page of `GET /v1/executions`."""
+    states: dict[str, int] = {}
+    cursor = None
+    while True:
+        status, page = api.get("/v1/executions?limit=500" + (f"&cursor={cursor}" if cursor else ""))
+        assert status == 200, page
+        for item in page["items"]:
+            key = f"{item['state']}/{item['attempt']}"
+            states[key] = states.get(key, 0) + 1
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return states
