@@ -52,9 +52,10 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     )
 
     metrics = TenantMetrics()
+    later: list[DispatchMessage] = []  # sent again (waiting for their turn): one batch at the end
 
     def handle(record: SQSRecord) -> None:
-        outcome = dispatcher.handle(DispatchMessage.from_json(record.body), prefetched)
+        outcome = dispatcher.handle(DispatchMessage.from_json(record.body), prefetched, later)
         if outcome.attempt_ended:
             assert outcome.tenant is not None and outcome.state is not None
             metrics.attempt_ended(outcome.tenant, outcome.state, outcome.attempt, outcome.lag_ms)
@@ -74,6 +75,8 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
 
     try:
-        return process_partial_response(event, handle, processor, context)
+        response = process_partial_response(event, handle, processor, context)
+        dispatcher.send_later(later)
+        return response
     finally:
         metrics.flush()

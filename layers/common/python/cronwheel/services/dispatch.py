@@ -96,7 +96,27 @@ class Dispatcher:
         return self._store.get_executions([m.execution_id for m in messages])
 
     def handle(
-        self, message: DispatchMessage, prefetched: dict[str, Execution] | None = None
+        self,
+        message: DispatchMessage,
+        prefetched: dict[str, Execution] | None = None,
+        later: list[DispatchMessage] | None = None,
+    ) -> DispatchOutcome:
+        """Handle one message. Messages to send again (early, paced, rate-limited, throttled)
+        go to `later` when given, for the caller to send in one batch (`send_later`); else at
+        once. A crash before that send loses nothing: the sweeper re-sends queued work."""
+        if later is not None:
+            return self._handle(message, prefetched, later)
+        resend: list[DispatchMessage] = []
+        try:
+            return self._handle(message, prefetched, resend)
+        finally:
+            self.send_later(resend)
+
+    def _handle(
+        self,
+        message: DispatchMessage,
+        prefetched: dict[str, Execution] | None,
+        later: list[DispatchMessage],
     ) -> DispatchOutcome:
         if message.task_token is not None:
             # The long-job state machine hands over a running attempt (services/long_jobs.py).
@@ -113,10 +133,10 @@ class Dispatcher:
         due = max(execution.next_due_at, message.due_at) if message.paced else execution.next_due_at
         wait_s = (due - self._clock.now()).total_seconds()
         if wait_s > MAX_WAIT_S:
-            self._queue.send([replace(message, due_at=due)], self._clock.now())
+            later.append(replace(message, due_at=due))
             return DispatchOutcome(execution.id, execution.tenant, execution.state, note="early")
         if not message.paced and execution.attempt == 0:
-            deferred = self._pace(execution)
+            deferred = self._pace(execution, later)
             if deferred is not None:
                 return deferred
         self._clock.sleep(wait_s)
@@ -124,12 +144,12 @@ class Dispatcher:
             stopped = self._revalidate(execution)
             if stopped is not None:
                 return stopped
-        limited = self._respect_rate_limit(execution)
+        limited = self._respect_rate_limit(execution, later)
         if limited is not None:
             return limited
-        return self._run_attempt(execution)
+        return self._run_attempt(execution, later)
 
-    def _pace(self, execution: Execution) -> DispatchOutcome | None:
+    def _pace(self, execution: Execution, later: list[DispatchMessage]) -> DispatchOutcome | None:
         """A first attempt beyond its tenant's fair share of the dispatch rate waits for its
         turn (see `domain/pacing.py`): its message comes back then, already admitted."""
         if self._pacer is None:
@@ -139,9 +159,11 @@ class Dispatcher:
         start = self._pacer.start_at(tenant.id, tenant.priority_weight, execution.priority, now)
         if (start - now).total_seconds() <= MAX_WAIT_S:
             return None
-        return self._defer(execution, start, "paced")
+        return self._defer(execution, start, "paced", later)
 
-    def _respect_rate_limit(self, execution: Execution) -> DispatchOutcome | None:
+    def _respect_rate_limit(
+        self, execution: Execution, later: list[DispatchMessage]
+    ) -> DispatchOutcome | None:
         """Space calls to a rate-limited target across all dispatchers: wait for a slot a
         moment away, or come back when the next one is free. Either way no attempt is used."""
         rate = execution.target.rate_limit_per_s
@@ -155,13 +177,14 @@ class Dispatcher:
             max_wait=timedelta(seconds=MAX_WAIT_S),
         )
         if not reserved:
-            return self._defer(execution, start, "rate_limited")
+            return self._defer(execution, start, "rate_limited", later)
         self._clock.sleep((start - now).total_seconds())
         return None
 
-    def _defer(self, execution: Execution, start: datetime, note: str) -> DispatchOutcome:
+    def _defer(
+        self, execution: Execution, start: datetime, note: str, later: list[DispatchMessage]
+    ) -> DispatchOutcome:
         """Send the execution's message again for `start`, marked as already admitted."""
-        now = self._clock.now()
         grace = timedelta(seconds=self._settings.delivery_grace_s)
         if start + timedelta(seconds=MAX_WAIT_S) >= execution.next_due_at + grace:
             # Keep the sweeper from taking the wait for a lost message.
@@ -171,9 +194,13 @@ class Dispatcher:
                 expect_token=execution.fencing_token,
                 sweep_at=start + grace,
             )
-        message = DispatchMessage(execution.id, execution.fencing_token, start, paced=True)
-        self._queue.send([message], now)
+        later.append(DispatchMessage(execution.id, execution.fencing_token, start, paced=True))
         return DispatchOutcome(execution.id, execution.tenant, execution.state, note=note)
+
+    def send_later(self, messages: list[DispatchMessage]) -> None:
+        """Send what `handle` set aside, in batches of ten."""
+        if messages:
+            self._queue.send(messages, self._clock.now())
 
     def _revalidate(self, execution: Execution) -> DispatchOutcome | None:
         """A schedule deleted, paused or re-timed since this execution was enqueued stops it,
@@ -218,7 +245,7 @@ class Dispatcher:
         )
         return DispatchOutcome(execution.id, execution.tenant, state, note=reason)
 
-    def _run_attempt(self, execution: Execution) -> DispatchOutcome:
+    def _run_attempt(self, execution: Execution, later: list[DispatchMessage]) -> DispatchOutcome:
         tenant = self._tenant(execution.tenant)
         started = self._clock.now()
         lease = timedelta(seconds=self._timeout_s(execution) + self._settings.worker_lease_slack_s)
@@ -232,9 +259,8 @@ class Dispatcher:
         if claimed is ClaimResult.NO_SLOT:
             # Over the tenant's limit: wait and try again, without using up an attempt.
             retry_at = started + timedelta(seconds=THROTTLE_RETRY_S)
-            self._queue.send(
-                [DispatchMessage(execution.id, execution.fencing_token, retry_at, paced=True)],
-                started,
+            later.append(
+                DispatchMessage(execution.id, execution.fencing_token, retry_at, paced=True)
             )
             return DispatchOutcome(
                 execution.id, execution.tenant, execution.state, note="throttled"
