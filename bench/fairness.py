@@ -105,7 +105,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=5000)
     parser.add_argument("--lead-s", type=float, default=None, help="seconds from start to due")
     args = parser.parse_args()
-    lead_s = args.lead_s if args.lead_s is not None else max(10.0, args.jobs / 10)
+    lead_s = args.lead_s if args.lead_s is not None else max(10.0, args.jobs / 30)
     with LocalStack(parse_config(CONFIG), port=0) as stack, recording_target() as target:
         result = run_fairness(
             Api(stack.url, NOISY_KEY), Api(stack.url, QUIET_KEY), target, args.jobs, lead_s

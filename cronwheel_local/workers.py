@@ -16,7 +16,11 @@ log = logging.getLogger("cronwheel.local")
 # Lambda returns a failed record to the queue after the visibility timeout; locally we shorten
 # that so a failed batch item is retried within seconds.
 LOCAL_RETRY_VISIBILITY_S = 5
+# After an empty receive the poller waits, doubling up to the maximum while the queue stays
+# empty: moto looks at every message (delayed ones too) on each receive, so polling an idle
+# queue fast takes the emulator from real work. Lambda's event source long-polls instead.
 IDLE_POLL_S = 0.05
+MAX_IDLE_POLL_S = 0.25
 
 
 class Timer(threading.Thread):
@@ -70,6 +74,7 @@ class SqsEventSource:
         ]
 
     def _poll(self) -> None:
+        idle_s = IDLE_POLL_S
         while not self._stopping.is_set():
             try:
                 messages = self._sqs.receive_message(
@@ -85,8 +90,10 @@ class SqsEventSource:
                 self._stopping.wait(1)
                 continue
             if not messages:
-                self._stopping.wait(IDLE_POLL_S)
+                self._stopping.wait(idle_s)
+                idle_s = min(idle_s * 2, MAX_IDLE_POLL_S)
                 continue
+            idle_s = IDLE_POLL_S
             while not self._stopping.is_set():
                 try:
                     self._batches.put(messages, timeout=0.5)

@@ -21,7 +21,6 @@ from cronwheel.runtime import runtime
 from cronwheel.services.dispatch import Dispatcher
 
 logger = Logger(service="cronwheel-dispatch")
-processor = BatchProcessor(event_type=EventType.SQS)
 _dispatchers: dict[int, Dispatcher] = {}
 
 
@@ -75,6 +74,9 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         )
 
     try:
+        # A processor per invocation: it holds the batch's records, and the local stack runs
+        # several invocations of this handler at once in one process.
+        processor = BatchProcessor(event_type=EventType.SQS)
         response = process_partial_response(event, handle, processor, context)
         dispatcher.send_later(later)
         return response

@@ -130,10 +130,15 @@ class Dispatcher:
             # A duplicate or stale message: the attempt it asked for has happened or moved on.
             return DispatchOutcome(execution.id, execution.tenant, execution.state, note="stale")
 
-        due = max(execution.next_due_at, message.due_at) if message.paced else execution.next_due_at
-        wait_s = (due - self._clock.now()).total_seconds()
+        # A paced message comes back for its turn; only the due time is waited out to the
+        # fraction of a second (never early), a turn a moment early is good enough.
+        turn = max(execution.next_due_at, message.due_at) if message.paced else None
+        if turn is not None and (turn - self._clock.now()).total_seconds() > MAX_WAIT_S:
+            later.append(replace(message, due_at=turn))
+            return DispatchOutcome(execution.id, execution.tenant, execution.state, note="early")
+        wait_s = (execution.next_due_at - self._clock.now()).total_seconds()
         if wait_s > MAX_WAIT_S:
-            later.append(replace(message, due_at=due))
+            later.append(replace(message, due_at=execution.next_due_at))
             return DispatchOutcome(execution.id, execution.tenant, execution.state, note="early")
         if not message.paced and execution.attempt == 0:
             deferred = self._pace(execution, later)

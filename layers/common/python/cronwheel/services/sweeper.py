@@ -116,7 +116,9 @@ class Sweeper:
             return
         if within_reach:
             # At-least-once: if the first message was only slow, the dispatcher drops the second.
-            self._queue.send([DispatchMessage(execution.id, execution.fencing_token, due)], now)
+            # Marked admitted: pacing it again would give one execution two turns of its tenant.
+            message = DispatchMessage(execution.id, execution.fencing_token, due, paced=True)
+            self._queue.send([message], now)
             report.requeued.append(execution.id)
 
     def _reap(self, execution: Execution, now: datetime, report: SweepReport) -> None:
