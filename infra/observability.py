@@ -10,11 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cw
 from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
@@ -23,6 +22,7 @@ from constructs import Construct
 from cronwheel import metric_names as names
 from infra.config import StageSettings
 from infra.functions import SERVICE_NAME, Functions
+from infra.topics import encrypted_topic
 
 _OUTCOMES = (names.SUCCEEDED, names.FAILED, names.RETRIED, names.DEAD, names.SKIPPED)
 _MINUTE = Duration.minutes(1)
@@ -83,26 +83,12 @@ class Observability(Construct):
     # --- alarms ----------------------------------------------------------------------------
 
     def _build_alarm_topic(self) -> sns.Topic:
-        key = kms.Key(
-            self,
-            "AlarmTopicKey",
-            description=f"{self._settings.stack_name}: encrypts the alarm topic",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN
-            if self._settings.protect_data
-            else RemovalPolicy.DESTROY,
+        topic, key = encrypted_topic(
+            self, "AlarmTopic", self._settings, name="alarms", purpose="alarms"
         )
         # CloudWatch publishes alarms to the topic, so it must be able to use the topic's key.
         key.grant(
             iam.ServicePrincipal("cloudwatch.amazonaws.com"), "kms:Decrypt", "kms:GenerateDataKey*"
-        )
-        topic = sns.Topic(
-            self,
-            "AlarmTopic",
-            topic_name=self._settings.resource_name("alarms"),
-            display_name=f"cronwheel {self._settings.name} alarms",
-            master_key=key,
-            enforce_ssl=True,
         )
         for email in self._settings.alarm_emails:
             topic.add_subscription(subscriptions.EmailSubscription(email))

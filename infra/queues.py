@@ -3,15 +3,14 @@ the topic that announces executions that end `dead`."""
 
 from __future__ import annotations
 
-from aws_cdk import Duration, RemovalPolicy
+from aws_cdk import Duration
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_kms as kms
-from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from cronwheel.store.queues import ALL_QUEUES, DISPATCH, QueueSpec
 from infra.config import StageSettings
+from infra.topics import encrypted_topic
 
 # SQS keeps a message at most 14 days; a dead letter must outlive its investigation.
 _DLQ_RETENTION_MAX_S = 14 * 24 * 3600
@@ -43,8 +42,15 @@ class Queues(Construct):
             self.queues[spec.logical_name], self.dead_letter_queues[spec.logical_name] = (
                 self._build_queue(spec)
             )
-        self.dead_executions_key = self._build_dead_executions_key()
-        self.dead_executions = self._build_dead_executions_topic()
+        # One message per execution that ends `dead`, with the message attribute `tenant`:
+        # each tenant's alerting subscribes with the filter policy {"tenant": ["<id>"]}.
+        self.dead_executions, self.dead_executions_key = encrypted_topic(
+            self,
+            "DeadExecutionsTopic",
+            settings,
+            name="dead-executions",
+            purpose="dead executions",
+        )
 
     @property
     def dispatch(self) -> sqs.Queue:
@@ -65,29 +71,6 @@ class Queues(Construct):
                 actions=["kms:Decrypt", "kms:GenerateDataKey"],
                 resources=[self.dead_executions_key.key_arn],
             )
-        )
-
-    def _build_dead_executions_key(self) -> kms.Key:
-        return kms.Key(
-            self,
-            "DeadExecutionsTopicKey",
-            description=f"{self._settings.stack_name}: encrypts the dead-executions topic",
-            enable_key_rotation=True,
-            removal_policy=RemovalPolicy.RETAIN
-            if self._settings.protect_data
-            else RemovalPolicy.DESTROY,
-        )
-
-    def _build_dead_executions_topic(self) -> sns.Topic:
-        """One message per execution that ends `dead`, with the message attribute `tenant`:
-        each tenant's alerting subscribes with the filter policy {"tenant": ["<id>"]}."""
-        return sns.Topic(
-            self,
-            "DeadExecutionsTopic",
-            topic_name=self._settings.resource_name("dead-executions"),
-            display_name=f"cronwheel {self._settings.name} dead executions",
-            master_key=self.dead_executions_key,
-            enforce_ssl=True,
         )
 
     def _build_queue(self, spec: QueueSpec) -> tuple[sqs.Queue, sqs.Queue]:

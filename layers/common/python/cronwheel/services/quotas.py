@@ -45,13 +45,12 @@ def apply_daily_quotas(
         if plan.to_enqueue:
             by_tenant[item.tenant].append(plan)
     for tenant_id, tenant_plans in by_tenant.items():
-        tenant = store.get_tenant(tenant_id)
-        if tenant is None:
+        usage = store.daily_usage(tenant_id, now)
+        if usage is None:
             continue
-        room = tenant.max_executions_per_day - store.daily_executions(tenant_id, now)
-        if room < sum(len(p.to_enqueue) for p in tenant_plans):
-            reason = quota_skip_reason(tenant.max_executions_per_day, now)
-            within_daily_quota(tenant_plans, max(0, room), reason, now)
+        if usage.room < sum(len(p.to_enqueue) for p in tenant_plans):
+            reason = quota_skip_reason(usage.limit, now)
+            within_daily_quota(tenant_plans, usage.room, reason, now)
 
 
 def count_daily_usage(

@@ -39,10 +39,11 @@ class TenantService:
 
     def describe(self, principal: Principal, now: datetime) -> tuple[Tenant, Usage]:
         tenant = self._tenant(principal)
+        daily = self._store.daily_usage(tenant.id, now)
         usage = Usage(
             running=self._store.running_slots(tenant.id),
             # The count the daily quota is checked against (UTC day).
-            executions_today=self._store.daily_executions(tenant.id, now),
+            executions_today=daily.used if daily else 0,
             schedules=self._store.count_schedules(tenant.id),
         )
         return tenant, usage

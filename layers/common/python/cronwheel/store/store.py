@@ -82,6 +82,18 @@ class DueItem:
 
 
 @dataclass(frozen=True)
+class DailyUsage:
+    """A tenant's `max_executions_per_day` and the executions counted against it today."""
+
+    limit: int
+    used: int
+
+    @property
+    def room(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+@dataclass(frozen=True)
 class ApiKeyRecord:
     tenant: str
     key_id: str
@@ -297,13 +309,10 @@ class Store:
                     raise
             # Both refused. Either today's count is full, or another request started the day
             # between our two writes: look, and only then give up.
-            if self.daily_executions(tenant, now) >= self._daily_limit(tenant):
+            usage = self.daily_usage(tenant, now)
+            if usage is None or usage.room == 0:
                 return False
         return False
-
-    def _daily_limit(self, tenant: str) -> int:
-        found = self.get_tenant(tenant)
-        return found.max_executions_per_day if found else 0
 
     def add_daily_executions(self, tenant: str, count: int, now: datetime) -> None:
         """Count executions that were admitted elsewhere (a schedule's occurrences)."""
@@ -332,15 +341,18 @@ class Store:
                 if not _condition_failed(error):
                     raise
 
-    def daily_executions(self, tenant: str, now: datetime) -> int:
-        """Executions counted against the tenant's quota today."""
+    def daily_usage(self, tenant: str, now: datetime) -> DailyUsage | None:
+        """The tenant's daily quota and what today has used of it, in one read."""
         try:
             item = TenantItem.get(
-                tenant, consistent_read=True, attributes_to_get=["usage_day", "usage_executions"]
+                tenant,
+                consistent_read=True,
+                attributes_to_get=["max_executions_per_day", "usage_day", "usage_executions"],
             )
         except DoesNotExist:
-            return 0
-        return int(item.usage_executions or 0) if item.usage_day == quota_day(now) else 0
+            return None
+        used = int(item.usage_executions or 0) if item.usage_day == quota_day(now) else 0
+        return DailyUsage(limit=int(item.max_executions_per_day), used=used)
 
     # -- jobs --------------------------------------------------------------------------------
 
